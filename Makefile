@@ -1,0 +1,31 @@
+# agentd — the targets the README names.
+GO       ?= go
+BIN      ?= bin/agentd
+PKGS     := ./...
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+
+.PHONY: build test test-go test-editors bench lint clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/agentd
+
+# test runs every test: Go (with the race detector) and, when their tools are installed, the
+# editor end-to-end suites.
+test: test-go test-editors
+
+test-go:
+	$(GO) test -race -count=1 $(PKGS)
+
+test-editors: build
+	@bash scripts/test-editors
+
+bench: build
+	@bash scripts/bench
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentd/agentd/tools"
+)
+
+// Model is the one interface between the loop and a model adapter (package ollama implements it;
+// tests fake it).
+type Model interface {
+	// Info describes the model: capabilities and trained context length. Called once per session.
+	Info(ctx context.Context) (ModelInfo, error)
+	// Chat sends one request and streams deltas to onDelta (called from Chat's goroutine, in order)
+	// until the reply is complete. It returns a *ModelError for failures a user or the loop can act
+	// on. A reply that ended without the model's end marker is an error, never a short success.
+	Chat(ctx context.Context, req *ModelRequest, onDelta func(Delta)) (*ModelResponse, error)
+}
+
+// ModelInfo is what the loop needs to know about a model.
+type ModelInfo struct {
+	Name string
+	// ContextLength is the trained maximum context, in tokens (0 when unknown).
+	ContextLength int
+	// Tools, Thinking and Vision are the model's capabilities.
+	Tools, Thinking, Vision bool
+}
+
+// Role of a message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation, in the model's terms.
+type Message struct {
+	Role     Role   `json:"role"`
+	Content  string `json:"content,omitzero"`
+	Thinking string `json:"thinking,omitzero"`
+	// ToolCalls are the calls an assistant message made (natively or parsed from its text).
+	ToolCalls []ToolCall `json:"toolCalls,omitzero"`
+	// ToolCallID and ToolName identify the call a tool message answers.
+	ToolCallID string `json:"toolCallId,omitzero"`
+	ToolName   string `json:"toolName,omitzero"`
+	// Images are raw image bytes attached to a user or tool message.
+	Images [][]byte `json:"images,omitzero"`
+}
+
+// ToolCall is one call the model proposed.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments are the arguments as the model sent them (normally a JSON object).
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ModelRequest is one chat request.
+type ModelRequest struct {
+	Messages []Message
+	// Tools is the tool list; nil when the model cannot take native tools.
+	Tools []tools.Definition
+	// Think turns the model's thinking on (only for models that have it).
+	Think bool
+	// NumCtx is the context window, chosen once per session and kept stable.
+	NumCtx int
+	// NumPredict caps the reply, in tokens.
+	NumPredict int
+}
+
+// Delta is a piece of a streamed reply.
+type Delta struct {
+	Text     string
+	Thinking string
+}
+
+// ModelResponse is a complete reply.
+type ModelResponse struct {
+	// Message is the assistant message: content, thinking and native tool calls.
+	Message Message
+	// DoneReason is the model's reason to stop: "stop", or "length" when the reply was cut.
+	DoneReason string
+	Usage      Usage
+}
+
+// Usage reports the cost of one model call, as the server measured it.
+type Usage struct {
+	PromptTokens   int           `json:"promptTokens"`
+	OutputTokens   int           `json:"outputTokens"`
+	PromptDuration time.Duration `json:"promptDurationNs"`
+	OutputDuration time.Duration `json:"outputDurationNs"`
+	LoadDuration   time.Duration `json:"loadDurationNs"`
+	TotalDuration  time.Duration `json:"totalDurationNs"`
+}
+
+// ModelErrorKind classifies model failures by what the user or the loop can do about them.
+type ModelErrorKind string
+
+const (
+	ErrModelNotFound    ModelErrorKind = "model_not_found"  // not pulled: run `ollama pull`
+	ErrServerNotRunning ModelErrorKind = "server_down"      // connection refused: start the server
+	ErrServerBusy       ModelErrorKind = "server_busy"      // 503 after retries
+	ErrNoToolSupport    ModelErrorKind = "no_tool_support"  // 400: fall back to text tool calls
+	ErrNoThinking       ModelErrorKind = "no_thinking"      // 400: thinking not supported
+	ErrLoadFailed       ModelErrorKind = "load_failed"      // 500 from the runner
+	ErrContextOverflow  ModelErrorKind = "context_overflow" // the prompt does not fit num_ctx
+	ErrStreamBroken     ModelErrorKind = "stream_broken"    // no done marker, or an error line mid-stream
+	ErrBadRequest       ModelErrorKind = "bad_request"      // any other 4xx
+	ErrServer           ModelErrorKind = "server_error"     // any other failure
+)
+
+// ModelError is a model failure with a message for the user and, where there is one, a fix.
+type ModelError struct {
+	Kind    ModelErrorKind
+	Status  int    // HTTP status, 0 if none
+	Message string // what the server said
+	Fix     string // what the user can do ("run `ollama pull qwen3:8b`")
+	Err     error  // the underlying error, if any
+}
+
+func (e *ModelError) Error() string {
+	s := fmt.Sprintf("%s: %s", e.Kind, e.Message)
+	if e.Fix != "" {
+		s += " (" + e.Fix + ")"
+	}
+	return s
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }

@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+)
+
+// node is the part of a JSON Schema that coercion needs.
+type node struct {
+	Type       typeList         `json:"type"`
+	Properties map[string]*node `json:"properties"`
+	Required   []string         `json:"required"`
+	Items      *node            `json:"items"`
+}
+
+// typeList accepts "type": "x" and "type": ["x", "y"].
+type typeList []string
+
+func (t *typeList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*t = typeList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*t = many
+	return nil
+}
+
+func (t typeList) has(k string) bool { return slices.Contains(t, k) }
+
+var (
+	integerRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	numberRE  = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+)
+
+// coerce returns v with the safe coercions applied, and whether anything changed. Maps are changed
+// in place; they come from parsing and are not shared.
+func (n *node) coerce(v any) (any, bool) {
+	if n == nil {
+		return v, false
+	}
+	switch x := v.(type) {
+	case string:
+		return n.coerceString(x)
+	case map[string]any:
+		changed := false
+		for k, pv := range x {
+			child := n.Properties[k]
+			if pv == nil && child != nil && !child.Type.has("null") && !slices.Contains(n.Required, k) {
+				delete(x, k) // null for an optional property means "not given"
+				changed = true
+				continue
+			}
+			if nv, ch := child.coerce(pv); ch {
+				x[k] = nv
+				changed = true
+			}
+		}
+		return x, changed
+	case []any:
+		changed := false
+		for i, iv := range x {
+			if nv, ch := n.Items.coerce(iv); ch {
+				x[i] = nv
+				changed = true
+			}
+		}
+		return x, changed
+	}
+	return v, false
+}
+
+func (n *node) coerceString(s string) (any, bool) {
+	t := n.Type
+	if len(t) == 0 || t.has("string") {
+		return s, false
+	}
+	switch {
+	case t.has("integer") && integerRE.MatchString(s):
+		return json.Number(s), true
+	case t.has("number") && numberRE.MatchString(s):
+		return json.Number(s), true
+	case t.has("boolean") && (s == "true" || s == "false"):
+		return s == "true", true
+	case t.has("array") && len(s) > 0 && s[0] == '[':
+		if parsed, err := parseJSON([]byte(s)); err == nil {
+			if arr, ok := parsed.([]any); ok {
+				out, _ := n.coerce(arr)
+				return out, true
+			}
+		}
+	case t.has("object") && len(s) > 0 && s[0] == '{':
+		if parsed, err := parseJSON([]byte(s)); err == nil {
+			if obj, ok := parsed.(map[string]any); ok {
+				out, _ := n.coerce(obj)
+				return out, true
+			}
+		}
+	}
+	return s, false
+}

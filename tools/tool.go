@@ -1,0 +1,90 @@
+// Package tools defines the contract between the kernel (package agent) and the tools a model may
+// call: the Tool interface, its optional capabilities, typed arguments with a derived JSON Schema,
+// the Registry, and typed results.
+//
+// A tool never asks for approval and never knows who decides: the kernel's pipeline validates,
+// previews, gates and then calls Execute. Built-in tools live in tools/builtin; the file-safety
+// layer they share lives in tools/fsafe.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Tool is the one required interface. Everything else is an optional capability, discovered by
+// type assertion, with the default documented beside it.
+type Tool interface {
+	// Name is the identifier the model calls. It must be unique in a Registry.
+	Name() string
+	// Description is the model-facing description (usually embedded from a .md file).
+	Description() string
+	// Spec describes the tool's typed arguments: the Go type and the JSON Schema derived from it.
+	Spec() *Spec
+	// Execute performs the call. Args are validated and decoded (call.Args). A returned *Error
+	// becomes a result of its Type; any other error becomes exec_failed. Execute may block; it
+	// must return promptly after ctx is cancelled when its InterruptBehavior is Cancel.
+	Execute(ctx context.Context, call *Call) (Output, error)
+}
+
+// Call is one tool call as it travels through the pipeline.
+type Call struct {
+	// ID is the tool-call ID (the model's, or one the loop assigned). Start and End carry it.
+	ID string
+	// Name is the tool name as the model sent it.
+	Name string
+	// Raw is the argument object exactly as the model sent it.
+	Raw json.RawMessage
+	// Args is a pointer to the tool's argument struct (see Spec), decoded from the coerced
+	// arguments. Nil until validation succeeded.
+	Args any
+	// Preview is the tool's preview, when it has one, computed before the gate.
+	Preview *Preview
+	// Approval is what the gate decided, visible to Execute (for instance the hunks the user
+	// accepted). Nil when no gate ran or the gate approved without conditions.
+	Approval *Approval
+}
+
+// Approval carries the conditions of a positive gate decision to the tool.
+type Approval struct {
+	// Hunks lists the accepted hunk IDs of a file change; nil means all of them.
+	Hunks []string
+	// Note is free text from the approver, passed on to the model in the result.
+	Note string
+}
+
+// ArgsOf returns the decoded argument struct of a call whose tool declared A with NewSpec[A].
+// It panics if the types disagree, which is a programming error in the tool.
+func ArgsOf[A any](c *Call) *A { return c.Args.(*A) }
+
+// Output is what Execute returns on success.
+type Output struct {
+	// Text is the model-facing text of the result. Content, when set, is used instead.
+	Text string
+	// Content carries rich blocks (images); see ContentTool.
+	Content []Block
+	// Details is structured data for the user interface (exit code, applied hunks, …). It is not
+	// sent to the model.
+	Details any
+	// Terminate asks the loop to end after this batch (honoured only if every call in the batch
+	// asks; see the scheduler).
+	Terminate bool
+	// Meta describes truncation and spills.
+	Meta Meta
+}
+
+// Block is one piece of result content.
+type Block struct {
+	Type string `json:"type"` // "text" or "image"
+	Text string `json:"text,omitzero"`
+	// MIME and Data describe an image ("image/png", raw bytes).
+	MIME string `json:"mime,omitzero"`
+	Data []byte `json:"data,omitzero"`
+}
+
+// Meta describes how a result was shaped.
+type Meta struct {
+	OriginalSize int64  `json:"originalSize,omitzero"` // bytes before truncation
+	Truncated    bool   `json:"truncated,omitzero"`
+	SpillPath    string `json:"spillPath,omitzero"` // where the full output was written, if anywhere
+}
