@@ -30,8 +30,10 @@ type Hunk struct {
 	OldStart, OldLines int
 	// NewStart is the 1-based line in New where the added lines begin. NewLines is how many.
 	NewStart, NewLines int
+	// Removed are the OldLines lines of Old that the hunk takes out (nil for a pure insertion).
 	Removed []string
-	Added   []string
+	// Added are the NewLines lines of New that the hunk puts in (nil for a pure deletion).
+	Added []string
 }
 
 // Position is an LSP position: zero-based line and UTF-16 code unit offset.

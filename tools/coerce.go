@@ -2,8 +2,10 @@ package tools
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 )
 
 // node is the part of a JSON Schema that coercion needs.
@@ -47,6 +49,14 @@ func (n *node) coerce(v any) (any, bool) {
 	switch x := v.(type) {
 	case string:
 		return n.coerceString(x)
+	case json.Number:
+		// JSON Schema counts 3.0 as an integer; Go's decoder does not. Normalize integral values.
+		if n.Type.has("integer") && !n.Type.has("number") && !integerRE.MatchString(string(x)) {
+			if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return json.Number(strconv.FormatInt(int64(f), 10)), true
+			}
+		}
+		return x, false
 	case map[string]any:
 		changed := false
 		for k, pv := range x {

@@ -61,4 +61,3 @@ func (q *MutationQueue) Lock(path string) (unlock func()) {
 		q.mu.Unlock()
 	}
 }
-

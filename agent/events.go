@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/agentd/agentd/tools"
+)
+
+// Event is one typed event of a session. Consumers switch on the concrete type. Delivery: every
+// event reaches the sink in the order it was emitted for a given tool call or message; a sink is
+// called by one goroutine at a time.
+type Event interface{ isEvent() }
+
+// Sink receives events. It must not block for long: the session waits for it.
+type Sink func(Event)
+
+// TurnStart opens a turn (one user prompt and everything the agent does for it).
+type TurnStart struct {
+	TurnID string
+	Prompt string
+}
+
+// MessageStart opens an assistant message (one model call).
+type MessageStart struct {
+	TurnID string
+	Step   int // model calls in this turn, from 1
+}
+
+// MessageDelta is streamed text or thinking of the current assistant message.
+type MessageDelta struct {
+	TurnID   string
+	Text     string
+	Thinking string
+}
+
+// MessageEnd closes an assistant message with its complete content and the tool calls it made.
+type MessageEnd struct {
+	TurnID     string
+	Message    Message
+	DoneReason string
+	Usage      Usage
+}
+
+// ToolStart opens a tool call. Args are the arguments exactly as the model sent them.
+type ToolStart struct {
+	CallID string
+	Tool   string
+	Label  string
+	Args   json.RawMessage
+}
+
+// ToolUpdate reports a preview (before the gate) or progress (while the call runs).
+type ToolUpdate struct {
+	CallID   string
+	Tool     string
+	Preview  *tools.Preview
+	Progress *tools.Progress
+	Activity string
+}
+
+// ToolEnd closes a tool call with its typed result. Every ToolStart has exactly one ToolEnd with
+// the same CallID.
+type ToolEnd struct {
+	CallID string
+	Tool   string
+	Result tools.Result
+}
+
+// Compacted reports that older history was compacted to fit the context window.
+type Compacted struct {
+	TurnID        string
+	Before, After int // estimated prompt tokens
+	Summary       string
+}
+
+// TurnEnd closes a turn. Reason is "done", "cancelled", "steps_exhausted", "time_exhausted",
+// "terminated" or "error"; Err is set for "error".
+type TurnEnd struct {
+	TurnID string
+	Reason string
+	Err    error
+}
+
+func (TurnStart) isEvent()    {}
+func (MessageStart) isEvent() {}
+func (MessageDelta) isEvent() {}
+func (MessageEnd) isEvent()   {}
+func (ToolStart) isEvent()    {}
+func (ToolUpdate) isEvent()   {}
+func (ToolEnd) isEvent()      {}
+func (Compacted) isEvent()    {}
+func (TurnEnd) isEvent()      {}

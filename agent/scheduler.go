@@ -1,0 +1,259 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/tools"
+)
+
+// errSteered is the cancellation cause when a queued user message interrupts a batch.
+var errSteered = errors.New("a user message was queued")
+
+// BatchResult is the outcome of one batch of tool calls.
+type BatchResult struct {
+	// Results are in the order the model emitted the calls.
+	Results []tools.Result
+	// Terminate is set when every call that ran asked to end the loop.
+	Terminate bool
+	// Steered is set when a queued user message interrupted the batch.
+	Steered bool
+}
+
+// RunBatch runs the tool calls of one model reply.
+//
+// Calls are prepared and gated one at a time in the model's order, so gates see them in order.
+// Before a call is prepared, every earlier call that may write has finished, so its validation and
+// preview see the world those calls left (an edit after an edit of the same file previews against
+// the edited file). Approved calls run concurrently: concurrency-safe calls fan out up to
+// MaxToolConcurrency; an unsafe call starts only when nothing runs, and nothing starts while it
+// runs; a batch containing a tool in Sequential mode runs serially.
+//
+// steer fires when the user queues a message: no new call starts (the rest end as skipped),
+// running calls whose InterruptBehavior is Cancel are cancelled, Block calls finish. Cancelling ctx
+// cancels everything; calls not yet started end as cancelled. Every call gets exactly one
+// ToolStart and one ToolEnd, in every path.
+func (k *Kernel) RunBatch(ctx context.Context, calls []ToolCall, steer <-chan struct{}) BatchResult {
+	b := &batch{k: k, ctx: ctx, prepCtx: ctx, calls: k.uniqueIDs(calls), limit: k.cfg.MaxToolConcurrency}
+	n := len(b.calls)
+	b.results = make([]tools.Result, n)
+	b.done = make(chan int, n)
+	for _, c := range b.calls {
+		if t, ok := k.cfg.Registry.Lookup(c.Name); ok {
+			if m, ok := t.(tools.ModalTool); ok && m.ExecutionMode() == tools.Sequential {
+				b.limit = 1
+			}
+		}
+	}
+	b.limit = max(b.limit, 1)
+	if steer != nil {
+		var stop context.CancelCauseFunc
+		b.prepCtx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		b.steered = make(chan struct{})
+		batchDone := make(chan struct{})
+		defer close(batchDone)
+		go b.watch(steer, batchDone, stop)
+	}
+
+	for i := range n {
+		// Earlier calls that may write must finish before this one is prepared.
+		for !b.stopped() {
+			if _, writing, _ := b.snapshot(); !writing {
+				break
+			}
+			b.wait()
+		}
+		if b.stopped() {
+			c := &tools.Call{ID: b.calls[i].ID, Name: b.calls[i].Name, Raw: b.calls[i].Arguments}
+			b.results[i] = k.startEnd(c, time.Now(), exit{res: tools.ErrorResult(c.ID, c.Name, tools.Cancelled, b.stopText())})
+			continue
+		}
+		p, early := k.prepare(b.prepCtx, b.calls[i])
+		if early != nil {
+			b.results[i] = *early
+			continue
+		}
+		safe := p.safe && b.limit > 1
+		// Wait for a slot: an unsafe call needs an empty field; a safe one needs a free slot and
+		// no unsafe call running.
+		for !b.stopped() {
+			count, _, unsafe := b.snapshot()
+			if count == 0 || (safe && count < b.limit && !unsafe) {
+				break
+			}
+			b.wait()
+		}
+		if b.stopped() {
+			b.results[i] = k.end(p.call, p.start, exit{res: tools.ErrorResult(p.call.ID, p.call.Name, tools.Cancelled, b.stopText())})
+			continue
+		}
+		b.start(i, p, safe)
+	}
+	// Drain: running calls finish (or are cancelled by steering or ctx through their contexts).
+	for b.running > 0 {
+		b.finished(<-b.done)
+	}
+	// The loop ends only if every call asked to (an error or a skipped call never asks).
+	term := n > 0
+	for i := range b.results {
+		term = term && b.results[i].Terminate && !b.results[i].IsError
+	}
+	return BatchResult{Results: b.results, Terminate: term, Steered: b.isSteered()}
+}
+
+// batch is the state of one RunBatch. Its goroutine owns everything but the fields under mu,
+// which the steering watcher also reads.
+type batch struct {
+	k       *Kernel
+	ctx     context.Context
+	prepCtx context.Context // governs preparation and gating; steering cancels it
+	calls   []ToolCall
+	results []tools.Result
+	limit   int
+	done    chan int      // indices of finished calls
+	steered chan struct{} // closed by the watcher; nil when the batch cannot be steered
+	running int           // calls started and not yet collected from done
+
+	mu       sync.Mutex
+	inflight []inflight
+}
+
+type inflight struct {
+	i      int
+	cancel context.CancelCauseFunc // nil when the call cannot be steered
+	safe   bool
+	ro     bool
+}
+
+// watch waits for a steer: it stops preparation and cancels running calls that declared Cancel.
+func (b *batch) watch(steer <-chan struct{}, batchDone <-chan struct{}, stopPrep context.CancelCauseFunc) {
+	select {
+	case <-steer:
+	case <-batchDone:
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.steered)
+	stopPrep(errSteered)
+	for _, r := range b.inflight {
+		if r.cancel != nil {
+			r.cancel(errSteered)
+		}
+	}
+}
+
+func (b *batch) start(i int, p *prepared, safe bool) {
+	execCtx := b.ctx
+	var cancel context.CancelCauseFunc
+	if b.steered != nil && p.intr == tools.InterruptCancel {
+		execCtx, cancel = context.WithCancelCause(b.ctx)
+	}
+	b.mu.Lock()
+	b.inflight = append(b.inflight, inflight{i: i, cancel: cancel, safe: safe, ro: p.ro})
+	if cancel != nil && b.isSteered() {
+		cancel(errSteered)
+	}
+	b.mu.Unlock()
+	b.running++
+	go func() {
+		b.results[i] = b.k.execute(execCtx, p)
+		if cancel != nil {
+			cancel(nil)
+		}
+		b.done <- i
+	}()
+}
+
+func (b *batch) finished(i int) {
+	b.running--
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for j, r := range b.inflight {
+		if r.i == i {
+			b.inflight = append(b.inflight[:j], b.inflight[j+1:]...)
+			return
+		}
+	}
+}
+
+// snapshot reports how many calls run, and whether any of them may write or is unsafe.
+func (b *batch) snapshot() (count int, writing, unsafe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.inflight {
+		writing = writing || !r.ro
+		unsafe = unsafe || !r.safe
+	}
+	return len(b.inflight), writing, unsafe
+}
+
+// wait blocks until one running call finishes, or steering or cancellation happens.
+func (b *batch) wait() {
+	select {
+	case i := <-b.done:
+		b.finished(i)
+	case <-b.steered:
+	case <-b.ctx.Done():
+	}
+}
+
+func (b *batch) isSteered() bool {
+	if b.steered == nil {
+		return false
+	}
+	select {
+	case <-b.steered:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *batch) stopped() bool { return b.isSteered() || b.ctx.Err() != nil }
+
+func (b *batch) stopText() string {
+	if b.isSteered() {
+		return msgSkippedSteer
+	}
+	return cancelText(b.ctx)
+}
+
+// VoidCalls answers every call of a reply cut by the length limit without running any of them:
+// their arguments may be incomplete. Each gets a Start/End pair and an error asking the model to
+// resend the call. Not counted against the tools.
+func (k *Kernel) VoidCalls(calls []ToolCall) []tools.Result {
+	calls = k.uniqueIDs(calls)
+	out := make([]tools.Result, len(calls))
+	for i, c := range calls {
+		call := &tools.Call{ID: c.ID, Name: c.Name, Raw: c.Arguments}
+		out[i] = k.startEnd(call, time.Now(), exit{res: tools.ErrorResult(c.ID, c.Name, tools.InvalidArgs, msgLengthVoided)})
+	}
+	return out
+}
+
+// uniqueIDs gives every call a non-empty ID unique within the batch (models sometimes omit or
+// repeat them); assigned IDs are unique for the kernel's lifetime. The input is not modified.
+func (k *Kernel) uniqueIDs(calls []ToolCall) []ToolCall {
+	seen := make(map[string]bool, len(calls))
+	var out []ToolCall
+	for i, c := range calls {
+		id := c.ID
+		for id == "" || seen[id] {
+			if out == nil {
+				out = append([]ToolCall(nil), calls...)
+			}
+			id = "call_k" + strconv.FormatInt(k.ids.Add(1), 10)
+			out[i].ID = id
+		}
+		seen[id] = true
+	}
+	if out == nil {
+		return calls
+	}
+	return out
+}
