@@ -1,0 +1,542 @@
+// Package rpc is the single source of truth of agentd's editor protocol: method names and the
+// *Params / *Result / notification types of every agentd-specific method. The transport is the LSP
+// base protocol (Content-Length framing, JSON-RPC 2.0); the standard LSP lifecycle and text
+// document sync come from go.lsp.dev/protocol. docs/protocol.md documents every method with JSON
+// examples, and a test decodes those examples into these types so the document cannot drift.
+//
+// Conventions (after LSP and the codex app-server protocol): methods are "<resource>/<verb>" with a
+// singular resource; JSON is camelCase; tagged unions carry a "type" field; IDs are strings; times
+// are RFC 3339 strings; optional fields use omitzero. Decisions are decoded strictly: an unknown
+// field is an error.
+package rpc
+
+import (
+	"encoding/json"
+
+	"go.lsp.dev/protocol"
+)
+
+// ProtocolVersion is bumped on incompatible changes. Editors send the version they speak in
+// initialize's initializationOptions; the daemon answers with its own in the server capabilities.
+const ProtocolVersion = 1
+
+// Client → server requests.
+const (
+	MethodSessionNew     = "session/new"
+	MethodSessionList    = "session/list"
+	MethodSessionAttach  = "session/attach"
+	MethodSessionDetach  = "session/detach"
+	MethodSessionPrompt  = "session/prompt"
+	MethodSessionSteer   = "session/steer"
+	MethodSessionCancel  = "session/cancel"
+	MethodSessionRevert  = "session/revert"
+	MethodSessionSetMode = "session/setMode"
+	MethodModelList      = "model/list"
+	MethodReviewDecide   = "review/decide"
+	MethodReviewList     = "review/list"
+	MethodGrantList      = "grant/list"
+	MethodGrantRevoke    = "grant/revoke"
+	MethodDaemonStatus   = "daemon/status"
+)
+
+// Server → client notifications and requests.
+const (
+	// MethodSessionUpdate streams everything that happens in a session (notification).
+	MethodSessionUpdate = "session/update"
+	// MethodReviewRequested announces a pending review (notification). The editor answers later
+	// with review/decide: editors whose request handlers must answer synchronously (Neovim) can
+	// show the review and let the user take their time.
+	MethodReviewRequested = "review/requested"
+	// MethodReviewResolved tells every attached editor that a review is settled (notification).
+	MethodReviewResolved = "review/resolved"
+	// MethodDocumentSave asks the editor to save a document agentd just edited through
+	// workspace/applyEdit, so that commands see the change on disk (request).
+	MethodDocumentSave = "document/save"
+)
+
+// Methods lists every agentd-specific method with its direction, for documentation checks and
+// editor method tables.
+var Methods = []MethodInfo{
+	{MethodSessionNew, ClientToServer, true},
+	{MethodSessionList, ClientToServer, true},
+	{MethodSessionAttach, ClientToServer, true},
+	{MethodSessionDetach, ClientToServer, true},
+	{MethodSessionPrompt, ClientToServer, true},
+	{MethodSessionSteer, ClientToServer, true},
+	{MethodSessionCancel, ClientToServer, true},
+	{MethodSessionRevert, ClientToServer, true},
+	{MethodSessionSetMode, ClientToServer, true},
+	{MethodModelList, ClientToServer, true},
+	{MethodReviewDecide, ClientToServer, true},
+	{MethodReviewList, ClientToServer, true},
+	{MethodGrantList, ClientToServer, true},
+	{MethodGrantRevoke, ClientToServer, true},
+	{MethodDaemonStatus, ClientToServer, true},
+	{MethodSessionUpdate, ServerToClient, false},
+	{MethodReviewRequested, ServerToClient, false},
+	{MethodReviewResolved, ServerToClient, false},
+	{MethodDocumentSave, ServerToClient, true},
+}
+
+// Direction of a method.
+type Direction string
+
+const (
+	ClientToServer Direction = "client→server"
+	ServerToClient Direction = "server→client"
+)
+
+// MethodInfo describes one method.
+type MethodInfo struct {
+	Name      string
+	Direction Direction
+	Request   bool // false: notification
+}
+
+// InitializationOptions is what an editor sends in initialize's initializationOptions.
+type InitializationOptions struct {
+	ProtocolVersion int `json:"protocolVersion"`
+	// Client names the editor integration ("agentd-vscode 0.1.0", "agentd.nvim 0.1.0").
+	Client string `json:"client,omitzero"`
+	// Reviews is true when the editor shows reviews and answers them with review/decide. An
+	// editor without it never receives reviews; with no such editor attached, every review is
+	// rejected (fail closed).
+	Reviews bool `json:"reviews"`
+	// DocumentSave is true when the editor implements document/save.
+	DocumentSave bool `json:"documentSave,omitzero"`
+	// Model, ApprovalMode and OllamaHost are the editor's settings, used as defaults for sessions
+	// this connection creates.
+	Model        string `json:"model,omitzero"`
+	ApprovalMode string `json:"approvalMode,omitzero"`
+	OllamaHost   string `json:"ollamaHost,omitzero"`
+	// ContextLength caps the context window the daemon chooses (0 = the daemon's default).
+	ContextLength int `json:"contextLength,omitzero"`
+}
+
+// ServerInfo is the "agentd" entry of the server capabilities' experimental field.
+type ServerInfo struct {
+	ProtocolVersion int    `json:"protocolVersion"`
+	Version         string `json:"version"`
+	// Sandbox says which protection commands run under ("bubblewrap+landlock+seccomp", …).
+	Sandbox string `json:"sandbox"`
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	SessionID       string `json:"sessionId"`
+	Title           string `json:"title"`
+	WorkspaceFolder string `json:"workspaceFolder"` // URI
+	Model           string `json:"model"`
+	ApprovalMode    string `json:"approvalMode"`
+	ContextLength   int    `json:"contextLength,omitzero"`
+	CreatedAt       string `json:"createdAt"`
+	UpdatedAt       string `json:"updatedAt"`
+	Turns           int    `json:"turns"`
+	// Running is true while a turn is in progress.
+	Running bool `json:"running"`
+	// Attached counts the editor connections attached now.
+	Attached int `json:"attached"`
+}
+
+// SessionNewParams creates a session and attaches the calling connection to it.
+type SessionNewParams struct {
+	// WorkspaceFolder is the URI of the folder the agent works in; default: the connection's first
+	// workspace folder.
+	WorkspaceFolder string `json:"workspaceFolder,omitzero"`
+	Model           string `json:"model,omitzero"`
+	ApprovalMode    string `json:"approvalMode,omitzero"`
+	Title           string `json:"title,omitzero"`
+}
+
+type SessionNewResult struct {
+	Session SessionInfo `json:"session"`
+}
+
+type SessionListParams struct {
+	// WorkspaceFolder filters by folder URI when set.
+	WorkspaceFolder string `json:"workspaceFolder,omitzero"`
+}
+
+type SessionListResult struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// SessionAttachParams attaches the connection to a live or stored session (resume).
+type SessionAttachParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type SessionAttachResult struct {
+	Session SessionInfo `json:"session"`
+	// History is the conversation so far, for the chat view.
+	History []HistoryItem `json:"history"`
+	// PendingReviews are reviews waiting for a decision.
+	PendingReviews []ReviewRequestedParams `json:"pendingReviews"`
+}
+
+// HistoryItem is one entry of a session's history. Type is "user", "assistant" or "tool".
+type HistoryItem struct {
+	Type     string        `json:"type"`
+	TurnID   string        `json:"turnId"`
+	Text     string        `json:"text,omitzero"`
+	Thinking string        `json:"thinking,omitzero"`
+	ToolCall *ToolCallInfo `json:"toolCall,omitzero"`
+}
+
+type SessionDetachParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type SessionDetachResult struct{}
+
+// SessionPromptParams starts a turn. It returns at once; the turn streams as session/update.
+// A prompt while a turn runs is an error (use session/steer).
+type SessionPromptParams struct {
+	SessionID string `json:"sessionId"`
+	Text      string `json:"text"`
+	// Context is editor context sent with the prompt: a selection, the active file.
+	Context []ContextItem `json:"context,omitzero"`
+}
+
+// ContextItem is a piece of editor context. Text is the selected text when Range is set.
+type ContextItem struct {
+	URI   string          `json:"uri"`
+	Range *protocol.Range `json:"range,omitzero"`
+	Text  string          `json:"text,omitzero"`
+}
+
+type SessionPromptResult struct {
+	TurnID string `json:"turnId"`
+}
+
+// SessionSteerParams queues a user message into the running turn: no new tool call starts,
+// interruptible calls are cancelled, and the model sees the message next. With no turn running it
+// starts one, like session/prompt.
+type SessionSteerParams struct {
+	SessionID string `json:"sessionId"`
+	Text      string `json:"text"`
+}
+
+type SessionSteerResult struct {
+	TurnID string `json:"turnId"`
+}
+
+type SessionCancelParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type SessionCancelResult struct {
+	// Cancelled is false when no turn was running.
+	Cancelled bool `json:"cancelled"`
+}
+
+// SessionRevertParams restores the files a turn changed (default: the last turn that changed
+// files). Files changed since by someone else are skipped and reported.
+type SessionRevertParams struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId,omitzero"`
+}
+
+type SessionRevertResult struct {
+	TurnID   string       `json:"turnId"`
+	Restored []string     `json:"restored"` // workspace-relative paths
+	Skipped  []RevertSkip `json:"skipped"`
+}
+
+type RevertSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+type SessionSetModeParams struct {
+	SessionID    string `json:"sessionId"`
+	ApprovalMode string `json:"approvalMode"` // ask | auto-edit | plan | yolo
+}
+
+type SessionSetModeResult struct {
+	ApprovalMode string `json:"approvalMode"`
+}
+
+type ModelListParams struct{}
+
+type ModelListResult struct {
+	Models  []ModelInfo `json:"models"`
+	Default string      `json:"default"`
+}
+
+type ModelInfo struct {
+	Name          string   `json:"name"`
+	SizeBytes     int64    `json:"sizeBytes,omitzero"`
+	ParameterSize string   `json:"parameterSize,omitzero"`
+	Capabilities  []string `json:"capabilities,omitzero"`
+}
+
+type DaemonStatusParams struct{}
+
+type DaemonStatusResult struct {
+	Version  string `json:"version"`
+	Sandbox  string `json:"sandbox"`
+	Sessions int    `json:"sessions"`
+	// Ollama is "ok" or what is wrong, with the fix.
+	Ollama string `json:"ollama"`
+}
+
+// SessionUpdateParams is one update of a session (notification, server → client).
+type SessionUpdateParams struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId,omitzero"`
+	// Seq numbers the updates of a session from 1, so an editor can spot a gap.
+	Seq    int64  `json:"seq"`
+	Update Update `json:"update"`
+}
+
+// Update kinds.
+const (
+	UpdateTurnStarted       = "turnStarted"
+	UpdateUserMessage       = "userMessage"
+	UpdateTextDelta         = "textDelta"
+	UpdateThinkingDelta     = "thinkingDelta"
+	UpdateMessageCompleted  = "messageCompleted"
+	UpdateToolCallStarted   = "toolCallStarted"
+	UpdateToolCallUpdated   = "toolCallUpdated"
+	UpdateToolCallCompleted = "toolCallCompleted"
+	UpdateUsage             = "usage"
+	UpdateCompaction        = "compaction"
+	UpdateTurnCompleted     = "turnCompleted"
+	UpdateTurnFailed        = "turnFailed"
+)
+
+// Update is a tagged union on Type. Text and thinking deltas may be coalesced under pressure; all
+// other kinds are always delivered.
+type Update struct {
+	Type string `json:"type"`
+	// Text is set for userMessage, textDelta, thinkingDelta and messageCompleted.
+	Text string `json:"text,omitzero"`
+	// Thinking is the full thinking of a messageCompleted.
+	Thinking   string          `json:"thinking,omitzero"`
+	ToolCall   *ToolCallInfo   `json:"toolCall,omitzero"`
+	Usage      *UsageInfo      `json:"usage,omitzero"`
+	Compaction *CompactionInfo `json:"compaction,omitzero"`
+	// Reason is set for turnCompleted ("done", "cancelled", "terminated", "steps_exhausted",
+	// "time_exhausted") and turnFailed ("error").
+	Reason string     `json:"reason,omitzero"`
+	Error  *ErrorInfo `json:"error,omitzero"`
+}
+
+// ToolCallInfo describes a tool call at some point of its life.
+type ToolCallInfo struct {
+	CallID string `json:"callId"`
+	Tool   string `json:"tool"`
+	Label  string `json:"label,omitzero"`
+	// Status: "pending" (validating), "awaitingApproval", "running", "completed", "failed".
+	Status string `json:"status"`
+	// Arguments are the arguments as the model sent them.
+	Arguments json.RawMessage `json:"arguments,omitzero"`
+	Activity  string          `json:"activity,omitzero"`
+	Preview   *PreviewInfo    `json:"preview,omitzero"`
+	// Progress is the latest output chunk of a running call.
+	Progress string      `json:"progress,omitzero"`
+	Result   *ResultInfo `json:"result,omitzero"`
+}
+
+// PreviewInfo is a call's preview: a summary plus the unified diff or the exact command.
+type PreviewInfo struct {
+	Summary     string          `json:"summary"`
+	UnifiedDiff string          `json:"unifiedDiff,omitzero"`
+	Command     *CommandPreview `json:"command,omitzero"`
+}
+
+// ResultInfo is a call's typed result.
+type ResultInfo struct {
+	Type      string `json:"type"` // ok, not_found, invalid_args, …
+	IsError   bool   `json:"isError"`
+	Text      string `json:"text"`
+	ElapsedMs int64  `json:"elapsedMs"`
+	Truncated bool   `json:"truncated,omitzero"`
+	// Details is tool-specific structured data (exit code, applied hunks, …).
+	Details json.RawMessage `json:"details,omitzero"`
+}
+
+type UsageInfo struct {
+	PromptTokens   int   `json:"promptTokens"`
+	OutputTokens   int   `json:"outputTokens"`
+	PromptMs       int64 `json:"promptMs"`
+	OutputMs       int64 `json:"outputMs"`
+	LoadMs         int64 `json:"loadMs,omitzero"`
+	ContextLength  int   `json:"contextLength"`
+	ContextPercent int   `json:"contextPercent"`
+}
+
+type CompactionInfo struct {
+	TokensBefore int    `json:"tokensBefore"`
+	TokensAfter  int    `json:"tokensAfter"`
+	Summary      string `json:"summary,omitzero"`
+}
+
+// ErrorInfo is a failure the user can act on.
+type ErrorInfo struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitzero"`
+}
+
+// ReviewRequestedParams announces a pending review (notification, server → client).
+type ReviewRequestedParams struct {
+	ReviewID  string `json:"reviewId"`
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+	CallID    string `json:"callId"`
+	Tool      string `json:"tool"`
+	Label     string `json:"label"`
+	// Kind is "edit" (File set), "command" (Command set) or "tool" (another tool, e.g. a
+	// sensitive read).
+	Kind string `json:"kind"`
+	// Why says why this asks: the approval mode, a protected path, a sensitive read.
+	Why     string          `json:"why"`
+	File    *FileReview     `json:"file,omitzero"`
+	Command *CommandPreview `json:"command,omitzero"`
+	// Scopes are the "allow for this session" scopes the editor may offer.
+	Scopes []GrantScope `json:"scopes"`
+	// TimeoutMs is how long the daemon waits before rejecting (0: no timeout).
+	TimeoutMs int64 `json:"timeoutMs,omitzero"`
+}
+
+// FileReview is a proposed file change.
+type FileReview struct {
+	URI     string `json:"uri"`
+	Path    string `json:"path"` // workspace-relative, for display
+	Created bool   `json:"created,omitzero"`
+	Deleted bool   `json:"deleted,omitzero"`
+	// Version is the document version the change was computed against (open documents only).
+	Version     int32    `json:"version,omitzero"`
+	Hunks       []Hunk   `json:"hunks"`
+	UnifiedDiff string   `json:"unifiedDiff"`
+	Edit        FileEdit `json:"edit"`
+}
+
+// FileEdit is what applying every hunk would do, as LSP text edits against the current text.
+type FileEdit struct {
+	Edits []protocol.TextEdit `json:"edits"`
+}
+
+// Hunk is one change of a file. Lines are 1-based; Removed and Added hold whole lines without
+// their terminators.
+type Hunk struct {
+	ID       string   `json:"id"`
+	OldStart int      `json:"oldStart"`
+	OldLines int      `json:"oldLines"`
+	NewStart int      `json:"newStart"`
+	NewLines int      `json:"newLines"`
+	Removed  []string `json:"removed"`
+	Added    []string `json:"added"`
+}
+
+// CommandPreview is the exact command a call would run.
+type CommandPreview struct {
+	Argv      []string `json:"argv"`
+	Cwd       string   `json:"cwd"`
+	TimeoutMs int64    `json:"timeoutMs"`
+	Sandbox   string   `json:"sandbox"`
+	Network   bool     `json:"network"`
+}
+
+// Grant scope kinds.
+const (
+	ScopeTool    = "tool"
+	ScopeCommand = "command"
+	ScopePath    = "path"
+)
+
+// GrantScope is what an "allow for this session" covers: a tool, a command prefix (parsed argv
+// tokens) or a path prefix (workspace-relative, directory boundary aware).
+type GrantScope struct {
+	Kind          string   `json:"kind"`
+	Tool          string   `json:"tool,omitzero"`
+	CommandPrefix []string `json:"commandPrefix,omitzero"`
+	PathPrefix    string   `json:"pathPrefix,omitzero"`
+	// Label is how the editor shows the scope ("all edits under src/").
+	Label string `json:"label,omitzero"`
+}
+
+// Decision types.
+const (
+	DecisionAccept           = "accept"
+	DecisionAcceptForSession = "acceptForSession"
+	DecisionReject           = "reject"
+	DecisionCancelTurn       = "cancelTurn"
+)
+
+// ReviewDecideParams answers a review. The first attached editor to answer wins.
+type ReviewDecideParams struct {
+	ReviewID string   `json:"reviewId"`
+	Decision Decision `json:"decision"`
+}
+
+// Decision is a closed set: accept (all hunks, or the listed ones), acceptForSession (with a
+// scope from the review's Scopes), reject (with an optional reason), cancelTurn. Unknown fields
+// and fields that do not belong to the type are errors.
+type Decision struct {
+	Type   string      `json:"type"`
+	Hunks  []string    `json:"hunks,omitzero"`
+	Scope  *GrantScope `json:"scope,omitzero"`
+	Reason string      `json:"reason,omitzero"`
+}
+
+type ReviewDecideResult struct {
+	// Outcome is "accepted", "rejected" or "cancelled".
+	Outcome string `json:"outcome"`
+	// Settled lists other pending reviews the decision's grant also settled.
+	Settled []string `json:"settled"`
+}
+
+type ReviewListParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type ReviewListResult struct {
+	Reviews []ReviewRequestedParams `json:"reviews"`
+}
+
+// ReviewResolvedParams tells editors a review is settled (notification, server → client).
+type ReviewResolvedParams struct {
+	ReviewID  string `json:"reviewId"`
+	SessionID string `json:"sessionId"`
+	// Outcome is "accepted", "rejected" or "cancelled".
+	Outcome string `json:"outcome"`
+	// By says who settled it: "editor" (an editor's decision), "grant" (a session grant),
+	// "timeout", "disconnect" (no editor left), "turnEnded".
+	By string `json:"by"`
+	// Hunks are the accepted hunk IDs of an accepted edit.
+	Hunks []string `json:"hunks,omitzero"`
+}
+
+type GrantListParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type GrantListResult struct {
+	Grants []Grant `json:"grants"`
+}
+
+type Grant struct {
+	ID    string     `json:"id"`
+	Scope GrantScope `json:"scope"`
+}
+
+type GrantRevokeParams struct {
+	SessionID string `json:"sessionId"`
+	GrantID   string `json:"grantId"`
+}
+
+type GrantRevokeResult struct {
+	Revoked bool `json:"revoked"`
+}
+
+// DocumentSaveParams asks the editor to save a document (server → client request).
+type DocumentSaveParams struct {
+	URI string `json:"uri"`
+}
+
+type DocumentSaveResult struct {
+	Saved bool `json:"saved"`
+}
