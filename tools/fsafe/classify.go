@@ -1,0 +1,187 @@
+package fsafe
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/agentd/agentd/tools"
+)
+
+// A protected directory: a write anywhere under a path component (or component sequence) with
+// this name, at any depth, is protected.
+type dirRule struct {
+	name   string // lower case, slash-separated components
+	reason string
+}
+
+// Write-protected directories. Writing under them can run code later (git hooks, editor tasks,
+// agent hooks) or change how tools behave.
+var protectedDirs = []dirRule{
+	{".git", "writes under .git/ can install hooks or change git's configuration, which run code later"},
+	{".agentd", "writes under .agentd/ change agentd's own configuration"},
+	{".vscode", "writes under .vscode/ can define tasks and settings that VS Code runs"},
+	{".idea", "writes under .idea/ can define run configurations that JetBrains IDEs execute"},
+	{".husky", "writes under .husky/ install git hooks, which run code on commit"},
+	{".claude", "writes under .claude/ can define hooks that another agent runs"},
+	{".ssh", "writes under .ssh/ can grant remote access or run commands (ProxyCommand)"},
+	{".config/git", "writes under .config/git/ change git's configuration, which can run code"},
+	{".config/fish", "writes under .config/fish/ change shell startup files, which run code"},
+}
+
+// Write-protected file names (lower case), at any depth: files that an editor, a shell, direnv,
+// git or an MCP client executes or obeys.
+var protectedFiles = map[string]string{
+	".nvim.lua":     "Neovim runs .nvim.lua on start (exrc)",
+	".nvimrc":       "Neovim runs .nvimrc on start (exrc)",
+	".exrc":         "Vim and Neovim run .exrc on start (exrc)",
+	".lazy.lua":     "lazy.nvim runs a project's .lazy.lua",
+	".envrc":        "direnv runs .envrc when a shell enters the directory",
+	".gitmodules":   "git follows .gitmodules to fetch and check out code",
+	".gitconfig":    "git configuration can run code (aliases, hooks path, filters)",
+	".mcp.json":     "MCP clients start the servers listed in .mcp.json",
+	".bashrc":       "shells run their startup files",
+	".bash_profile": "shells run their startup files",
+	".bash_login":   "shells run their startup files",
+	".bash_logout":  "shells run their startup files",
+	".profile":      "shells run their startup files",
+	".zshrc":        "shells run their startup files",
+	".zshenv":       "shells run their startup files",
+	".zprofile":     "shells run their startup files",
+	".zlogin":       "shells run their startup files",
+	".zlogout":      "shells run their startup files",
+	".kshrc":        "shells run their startup files",
+	".cshrc":        "shells run their startup files",
+	".tcshrc":       "shells run their startup files",
+	".inputrc":      "readline startup files can bind keys to commands",
+}
+
+// Read-sensitive directories (any depth).
+var sensitiveDirs = []dirRule{
+	{".ssh", "files under .ssh/ hold private keys"},
+	{".aws", "files under .aws/ hold cloud credentials"},
+	{".gnupg", "files under .gnupg/ hold private keys"},
+}
+
+// Read-sensitive file names (lower case), at any depth.
+var sensitiveFiles = map[string]string{
+	".netrc":           ".netrc holds passwords",
+	"_netrc":           "_netrc holds passwords",
+	".npmrc":           ".npmrc may hold registry tokens",
+	".pypirc":          ".pypirc may hold registry tokens",
+	".yarnrc.yml":      ".yarnrc.yml may hold registry tokens",
+	".pgpass":          ".pgpass holds database passwords",
+	".git-credentials": ".git-credentials holds git passwords",
+	".htpasswd":        ".htpasswd holds password hashes",
+	"id_rsa":           "a private SSH key",
+	"id_dsa":           "a private SSH key",
+	"id_ecdsa":         "a private SSH key",
+	"id_ecdsa_sk":      "a private SSH key",
+	"id_ed25519":       "a private SSH key",
+	"id_ed25519_sk":    "a private SSH key",
+}
+
+// Read-sensitive extensions (lower case): key and certificate stores.
+var sensitiveExts = []string{".pem", ".key", ".p12", ".pfx", ".p8", ".jks", ".keystore", ".ppk", ".kdbx"}
+
+// Classify reports whether writing the canonical relative path rel (as Path.Rel gives it) is
+// protected, and whether reading it is sensitive, with a reason for the approval prompt. The
+// match is case-folded (".GIT/config" is protected: on a case-insensitive file system it is
+// .git/config) and applies at any depth (a nested repository's .git, a subdirectory's .envrc).
+func Classify(rel string) (protected, sensitive bool, reason string) {
+	prot, sens := classify(rel)
+	var reasons []string
+	for _, r := range []string{prot, sens} {
+		if r != "" {
+			reasons = append(reasons, r)
+		}
+	}
+	return prot != "", sens != "", strings.Join(reasons, "; ")
+}
+
+// classify returns why writing rel is protected and why reading it is sensitive ("" for no).
+func classify(rel string) (protected, sensitive string) {
+	lower := strings.ToLower(strings.Trim(path.Clean("/"+rel), "/"))
+	comps := strings.Split(lower, "/")
+	base := comps[len(comps)-1]
+
+	if r, ok := matchDirs(comps, protectedDirs); ok {
+		protected = r
+	} else if r, ok := protectedFiles[base]; ok {
+		protected = r
+	}
+
+	if r, ok := matchDirs(comps, sensitiveDirs); ok {
+		sensitive = r
+	} else if r, ok := sensitiveFiles[base]; ok {
+		sensitive = r
+	} else if strings.HasPrefix(base, ".env") || strings.HasSuffix(base, ".env") {
+		sensitive = base + " may hold secrets (environment files usually do)"
+	} else if ext := path.Ext(base); ext != "" && slices.Contains(sensitiveExts, ext) {
+		sensitive = base + " looks like a key or certificate store"
+	}
+	return protected, sensitive
+}
+
+// matchDirs reports whether the component sequence of a rule occurs anywhere in comps. The
+// directory itself counts: ".git" alone (a worktree's gitdir file, or the directory) matches.
+func matchDirs(comps []string, rules []dirRule) (string, bool) {
+	for _, r := range rules {
+		rc := strings.Split(r.name, "/")
+		for i := 0; i+len(rc) <= len(comps); i++ {
+			if slices.Equal(comps[i:i+len(rc)], rc) {
+				return r.reason, true
+			}
+		}
+	}
+	return "", false
+}
+
+// ProtectedPaths lists the write-protected paths relative to a workspace root, for the command
+// sandbox to re-bind read-only (or mask when missing). Directories end with "/". Classify matches
+// the same names case-folded and at any depth; a sandbox binding only these root-level paths
+// should also bind nested .git directories it finds.
+func ProtectedPaths() []string {
+	var out []string
+	for _, d := range protectedDirs {
+		out = append(out, d.name+"/")
+	}
+	for f := range protectedFiles {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Permission describes an access to p for the harness's policy (tools.PermissionMetadata).
+//
+// A write to a protected path sets Protected; a read of a sensitive path, or of a hard-linked
+// file (whose content may also live outside the workspace), sets Sensitive. Hard links are not
+// flagged for writes: WriteFile replaces the name atomically and leaves other links alone.
+func (p Path) Permission(access tools.Access) tools.Permission {
+	perm := tools.Permission{Access: access}
+	if p.root == nil {
+		return perm
+	}
+	perm.Paths = []string{p.abs}
+	protected, sensitive := classify(p.rel)
+	switch access {
+	case tools.AccessWrite:
+		if protected != "" {
+			perm.Protected = true
+			perm.Reason = protected
+		}
+	case tools.AccessRead:
+		var reasons []string
+		if sensitive != "" {
+			perm.Sensitive = true
+			reasons = append(reasons, sensitive)
+		}
+		if p.info.HardLinked() {
+			perm.Sensitive = true
+			reasons = append(reasons, "the file has other hard links, which may be outside the workspace")
+		}
+		perm.Reason = strings.Join(reasons, "; ")
+	}
+	return perm
+}
