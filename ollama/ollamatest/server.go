@@ -1,0 +1,411 @@
+// Package ollamatest is a scriptable fake Ollama server for tests: it speaks /api/chat (streaming
+// and not), /api/show, /api/tags, /api/version and /api/ps with the api package's own types, answers
+// chat requests from a Script, and records every chat request.
+//
+// Go tests use NewServer; other languages run cmd/fakeollama with a JSON script (see its README.md).
+package ollamatest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// Server is a running fake Ollama server. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL ("http://127.0.0.1:port"), for ollama.Config.Host.
+	URL string
+
+	srv     *httptest.Server
+	closing chan struct{} // closed by Close: hanging replies end
+
+	mu        sync.Mutex
+	script    Script
+	used      []bool // used[i]: Turns[i] answered and is not Repeat
+	fallback  func(*api.ChatRequest) Reply
+	chats     []ChatRecord
+	calls     []string
+	unmatched []string
+	nextID    int
+}
+
+// ChatRecord is one chat request the server received.
+type ChatRecord struct {
+	// Body is the request body, byte for byte.
+	Body json.RawMessage `json:"body"`
+	// Request is Body decoded.
+	Request api.ChatRequest `json:"-"`
+	// Turn is the index of the turn that answered; -1 when none did (a model check, a preload, the
+	// fallback function, or no match).
+	Turn int `json:"turn"`
+}
+
+// Option returns an option of the request as an int (options decode as float64), 0 when absent.
+func (r ChatRecord) Option(name string) int {
+	f, _ := r.Request.Options[name].(float64)
+	return int(f)
+}
+
+// NumCtx is the request's options.num_ctx, 0 when absent.
+func (r ChatRecord) NumCtx() int { return r.Option("num_ctx") }
+
+// NumPredict is the request's options.num_predict, 0 when absent.
+func (r ChatRecord) NumPredict() int { return r.Option("num_predict") }
+
+// NewServer starts a fake server on a local port. script may be nil (no models declared: every name
+// exists; no turns yet). Close it when done.
+func NewServer(script *Script) *Server {
+	s := newServer(script)
+	s.srv = httptest.NewServer(s)
+	s.URL = s.srv.URL
+	return s
+}
+
+// Start is NewServer on a given address ("127.0.0.1:0" picks a free port).
+func Start(addr string, script *Script) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("ollamatest: %w", err)
+	}
+	s := newServer(script)
+	s.srv = httptest.NewUnstartedServer(s)
+	s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	s.URL = s.srv.URL
+	return s, nil
+}
+
+// ServeScriptFile loads a JSON script and starts a server for it on addr.
+func ServeScriptFile(addr, path string) (*Server, error) {
+	script, err := LoadScript(path)
+	if err != nil {
+		return nil, err
+	}
+	return Start(addr, script)
+}
+
+func newServer(script *Script) *Server {
+	s := &Server{closing: make(chan struct{})}
+	if script != nil {
+		s.script = *script
+		s.script.Models = slices.Clone(script.Models)
+		s.script.Turns = slices.Clone(script.Turns)
+	}
+	s.used = make([]bool, len(s.script.Turns))
+	return s
+}
+
+// Close ends hanging replies and shuts the server down.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Client is an HTTP client for the server.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// AddTurns appends turns to the script.
+func (s *Server) AddTurns(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script.Turns = append(s.script.Turns, turns...)
+	s.used = append(s.used, make([]bool, len(turns))...)
+}
+
+// Enqueue appends turns that answer any request, in order.
+func (s *Server) Enqueue(replies ...Reply) {
+	turns := make([]Turn, len(replies))
+	for i, r := range replies {
+		turns[i] = Turn{Reply: r}
+	}
+	s.AddTurns(turns...)
+}
+
+// HandleChat sets a function that answers the requests no turn matches.
+func (s *Server) HandleChat(f func(*api.ChatRequest) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fallback = f
+}
+
+// AddModel declares a model (see Script.Models).
+func (s *Server) AddModel(m Model) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script.Models = append(s.script.Models, m)
+}
+
+// Chats returns the chat requests received so far.
+func (s *Server) Chats() []ChatRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.chats)
+}
+
+// LastChat returns the last chat request, and false when there was none.
+func (s *Server) LastChat() (ChatRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.chats) == 0 {
+		return ChatRecord{}, false
+	}
+	return s.chats[len(s.chats)-1], true
+}
+
+// Calls returns every request received, as "METHOD /path".
+func (s *Server) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Unmatched describes the chat requests no turn answered (each got a 500).
+func (s *Server) Unmatched() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.unmatched)
+}
+
+// Pending is the number of turns not used yet (Repeat turns do not count).
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i, t := range s.script.Turns {
+		if !t.Repeat && !s.used[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// Reset replaces the script and forgets the recorded requests.
+func (s *Server) Reset(script *Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = Script{}
+	if script != nil {
+		s.script = *script
+		s.script.Models = slices.Clone(script.Models)
+		s.script.Turns = slices.Clone(script.Turns)
+	}
+	s.used = make([]bool, len(s.script.Turns))
+	s.chats, s.calls, s.unmatched = nil, nil, nil
+}
+
+// ServeHTTP routes like Ollama, plus /_fake/ endpoints for tests in other languages.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.calls = append(s.calls, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	switch {
+	case r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "Ollama is running")
+	case r.URL.Path == "/api/chat" && r.Method == http.MethodPost:
+		s.chat(w, r)
+	case r.URL.Path == "/api/show" && r.Method == http.MethodPost:
+		s.show(w, r)
+	case r.URL.Path == "/api/tags" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		s.tags(w)
+	case r.URL.Path == "/api/version" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		s.mu.Lock()
+		v := s.script.Version
+		s.mu.Unlock()
+		if v == "" {
+			v = "0.17.4"
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Version string `json:"version"`
+		}{v})
+	case r.URL.Path == "/api/ps" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, api.ProcessResponse{Models: []api.ProcessModelResponse{}})
+	case r.URL.Path == "/_fake/requests" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Chats())
+	case r.URL.Path == "/_fake/unmatched" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Unmatched())
+	case r.URL.Path == "/_fake/reset" && r.Method == http.MethodPost:
+		s.reset(w, r)
+	default:
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "404 page not found")
+	}
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var script *Script
+	if len(bytes.TrimSpace(body)) > 0 {
+		if script, err = ParseScript(body); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	s.Reset(script)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// model finds a declared model; with none declared every name exists with the defaults, and
+// declared reports false.
+func (s *Server) model(name string) (m Model, ok, declared bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.script.Models) == 0 {
+		return Model{Name: name}, true, false
+	}
+	for _, m := range s.script.Models {
+		if normalizeName(m.Name) == normalizeName(name) {
+			return m, true, true
+		}
+	}
+	return Model{}, false, true
+}
+
+func normalizeName(n string) string {
+	n = strings.TrimSpace(n)
+	last := n[strings.LastIndex(n, "/")+1:]
+	if !strings.Contains(last, ":") {
+		n += ":latest"
+	}
+	return n
+}
+
+func (m Model) capabilities() []string {
+	if len(m.Capabilities) == 0 {
+		return []string{"completion", "tools"}
+	}
+	return m.Capabilities
+}
+
+func (m Model) has(capability string) bool { return slices.Contains(m.capabilities(), capability) }
+
+func (m Model) arch() string {
+	if m.Architecture == "" {
+		return "qwen3"
+	}
+	return m.Architecture
+}
+
+func (m Model) details() api.ModelDetails {
+	d := api.ModelDetails{Format: "gguf", Family: m.arch(), Families: []string{m.arch()}, ParameterSize: m.ParameterSize, QuantizationLevel: m.Quantization}
+	if d.ParameterSize == "" {
+		d.ParameterSize = "8.2B"
+	}
+	if d.QuantizationLevel == "" {
+		d.QuantizationLevel = "Q4_K_M"
+	}
+	return d
+}
+
+// fixedTime keeps the fake's answers deterministic.
+var fixedTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// setCapabilities fills a []model.Capability field through JSON: this package imports only the api
+// package, and the element type lives in another package of the ollama module.
+func setCapabilities(dst any, caps []string) {
+	b, _ := json.Marshal(caps)
+	_ = json.Unmarshal(b, dst)
+}
+
+func (s *Server) show(w http.ResponseWriter, r *http.Request) {
+	var req api.ShowRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	name := req.Model
+	if name == "" {
+		writeError(w, http.StatusBadRequest, "model is required")
+		return
+	}
+	m, ok, _ := s.model(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("model '%s' not found", name))
+		return
+	}
+	ctxLen := m.ContextLength
+	if ctxLen == 0 {
+		ctxLen = 32768
+	}
+	resp := api.ShowResponse{
+		Template: "{{ .Prompt }}",
+		Details:  m.details(),
+		ModelInfo: map[string]any{
+			"general.architecture":             m.arch(),
+			m.arch() + ".context_length":       ctxLen,
+			m.arch() + ".embedding_length":     4096,
+			"general.parameter_count":          8190735360,
+			"tokenizer.ggml.model":             "gpt2",
+			"general.basename":                 strings.Split(normalizeName(name), ":")[0],
+			"general.quantization_version":     2,
+			m.arch() + ".attention.head_count": 32,
+		},
+		ModifiedAt: fixedTime,
+	}
+	setCapabilities(&resp.Capabilities, m.capabilities())
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) tags(w http.ResponseWriter) {
+	s.mu.Lock()
+	models := slices.Clone(s.script.Models)
+	s.mu.Unlock()
+	resp := api.ListResponse{Models: []api.ListModelResponse{}}
+	for i, m := range models {
+		lm := api.ListModelResponse{
+			Name:       normalizeName(m.Name),
+			Model:      normalizeName(m.Name),
+			ModifiedAt: fixedTime,
+			Size:       int64(5_000_000_000 + i),
+			Digest:     fmt.Sprintf("%064x", i+1),
+			Details:    m.details(),
+		}
+		setCapabilities(&lm.Capabilities, m.capabilities())
+		resp.Models = append(resp.Models, lm)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// errorBody is Ollama's error shape. The api package has no type for it that marshals this way
+// (api.StatusError has untagged fields), and the server itself writes gin.H{"error": …}.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{msg})
+}
