@@ -90,3 +90,11 @@ func (ToolUpdate) isEvent()   {}
 func (ToolEnd) isEvent()      {}
 func (Compacted) isEvent()    {}
 func (TurnEnd) isEvent()      {}
+
+// UserMessage is a user message that joined a running turn (steering).
+type UserMessage struct {
+	TurnID string
+	Text   string
+}
+
+func (UserMessage) isEvent() {}

@@ -1,0 +1,148 @@
+package agent
+
+import "time"
+
+// Journal persists a session as an append-only sequence of entries. The loop appends as things
+// happen and calls Sync at turn boundaries (and before it waits for a user). A store that is read
+// back replays the entries to rebuild the session (see Replay). Implementations: agent/store.
+type Journal interface {
+	Append(e Entry) error
+	Sync() error
+}
+
+// Entry kinds.
+const (
+	EntrySession    = "session"    // first entry: the session's settings
+	EntryTurnStart  = "turnStart"  // a user prompt starts a turn
+	EntryMessage    = "message"    // a message joins the model's history
+	EntryTurnEnd    = "turnEnd"    // a turn ended (reason)
+	EntryCompaction = "compaction" // history was rewritten: Messages replace everything before
+	EntryUsage      = "usage"      // one model call's usage
+	EntryTitle      = "title"      // the session got a (new) title
+	EntryMode       = "mode"       // the approval mode changed
+)
+
+// Entry is one line of a session journal.
+type Entry struct {
+	Type string    `json:"type"`
+	Time time.Time `json:"time"`
+	// TurnID is set for every entry that belongs to a turn.
+	TurnID string `json:"turnId,omitzero"`
+	// Session is set on the first entry.
+	Session *SessionSettings `json:"session,omitzero"`
+	// Message is set for EntryMessage; Prompt for EntryTurnStart.
+	Message *Message `json:"message,omitzero"`
+	Prompt  string   `json:"prompt,omitzero"`
+	// Reason is set for EntryTurnEnd; Error carries the failure of an "error" end.
+	Reason string `json:"reason,omitzero"`
+	Error  string `json:"error,omitzero"`
+	// Messages is set for EntryCompaction: the whole history after compaction.
+	Messages []Message `json:"messages,omitzero"`
+	Summary  string    `json:"summary,omitzero"`
+	Usage    *Usage    `json:"usage,omitzero"`
+	// Title and Mode are set for EntryTitle and EntryMode.
+	Title string `json:"title,omitzero"`
+	Mode  string `json:"mode,omitzero"`
+}
+
+// SessionSettings are a session's settings as stored.
+type SessionSettings struct {
+	ID           string    `json:"id"`
+	Workspace    string    `json:"workspace"` // absolute path of the workspace root
+	Model        string    `json:"model"`
+	ApprovalMode string    `json:"approvalMode"`
+	NumCtx       int       `json:"numCtx"`
+	Created      time.Time `json:"created"`
+}
+
+// Replayed is a session rebuilt from its journal.
+type Replayed struct {
+	Settings SessionSettings
+	Title    string
+	Mode     string
+	// History is the model's history (after the last compaction).
+	History []Message
+	// Turns lists the turns in order with their prompts and how they ended ("" while open: the
+	// daemon crashed during that turn).
+	Turns   []ReplayedTurn
+	Updated time.Time
+}
+
+// ReplayedTurn is one turn of a replayed session.
+type ReplayedTurn struct {
+	ID     string
+	Prompt string
+	Reason string
+}
+
+// Replay rebuilds a session from its entries, in order. Unknown entry types are skipped, so a
+// newer journal can be read by an older agentd.
+func Replay(entries []Entry) Replayed {
+	var r Replayed
+	for _, e := range entries {
+		if !e.Time.IsZero() {
+			r.Updated = e.Time
+		}
+		switch e.Type {
+		case EntrySession:
+			if e.Session != nil {
+				r.Settings = *e.Session
+				r.Mode = e.Session.ApprovalMode
+			}
+		case EntryTitle:
+			r.Title = e.Title
+		case EntryMode:
+			r.Mode = e.Mode
+		case EntryTurnStart:
+			r.Turns = append(r.Turns, ReplayedTurn{ID: e.TurnID, Prompt: e.Prompt})
+		case EntryTurnEnd:
+			for i := len(r.Turns) - 1; i >= 0; i-- {
+				if r.Turns[i].ID == e.TurnID {
+					r.Turns[i].Reason = e.Reason
+					break
+				}
+			}
+		case EntryMessage:
+			if e.Message != nil {
+				r.History = append(r.History, *e.Message)
+			}
+		case EntryCompaction:
+			r.History = append([]Message(nil), e.Messages...)
+		}
+	}
+	r.History = answerDanglingCalls(r.History)
+	return r
+}
+
+// msgInterrupted answers tool calls that never got a result because agentd stopped mid-turn.
+const msgInterrupted = "Not run: agentd stopped before this call ran. Check the file or state before retrying."
+
+// answerDanglingCalls appends a result for every tool call of the last assistant message that has
+// none (a crash between a model reply and its tool results), so the history stays valid.
+func answerDanglingCalls(h []Message) []Message {
+	last := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == RoleAssistant && len(h[i].ToolCalls) > 0 {
+			last = i
+			break
+		}
+		if h[i].Role == RoleUser {
+			break
+		}
+	}
+	if last < 0 {
+		return h
+	}
+	answered := map[string]bool{}
+	for _, m := range h[last+1:] {
+		if m.Role == RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for _, c := range h[last].ToolCalls {
+		if !answered[c.ID] {
+			h = append(h, Message{Role: RoleTool, ToolCallID: c.ID, ToolName: c.Name, Content: msgInterrupted})
+		}
+	}
+	return h
+}

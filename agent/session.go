@@ -1,0 +1,496 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/agent/textcall"
+	"github.com/agentd/agentd/tools"
+)
+
+// SessionConfig configures a session.
+type SessionConfig struct {
+	ID    string
+	Model Model
+	// Info is the model's description (Model.Info), read once when the session starts.
+	Info ModelInfo
+	// NumCtx is the context window, chosen once for the session and sent with every request.
+	NumCtx int
+	// ReplyBudget caps each reply (num_predict). Default: a quarter of NumCtx, at most 8192.
+	ReplyBudget int
+	// Think turns thinking on for models that have it.
+	Think bool
+	// Kernel configures the tool pipeline (registry, gate, middleware, …).
+	Kernel Config
+	// Journal persists the session; nil keeps it in memory only.
+	Journal Journal
+	// Sink receives every event of the session.
+	Sink Sink
+	// Facts describe the workspace for the system prompt of a new session.
+	Facts WorkspaceFacts
+	// History resumes a stored session (starting with its system message); nil starts a new one.
+	History []Message
+	// Turns is the number of turns the resumed session already had (turn IDs continue from it).
+	Turns int
+	// MaxSteps caps model calls per turn (default 60); MaxTurnTime caps a turn's duration
+	// (default 60 minutes).
+	MaxSteps    int
+	MaxTurnTime time.Duration
+	// CompactAt is the fraction of NumCtx at which history is compacted (default 0.75).
+	CompactAt float64
+}
+
+// ErrTurnRunning is returned by Prompt while a turn runs (use Steer).
+var ErrTurnRunning = errors.New("a turn is already running")
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("session closed")
+
+// Messages the loop sends to the model on its own.
+const (
+	nudgeEmpty = "Your last reply was empty. If you meant to call a tool, the call was malformed: call it again with valid JSON arguments. Otherwise, answer the user."
+	nudgeCut   = "Your reply was cut off by the length limit. Continue from where it stopped, more briefly."
+)
+
+// Session runs the agent loop for one conversation. One goroutine owns the loop state; Prompt,
+// Steer, Cancel and Close may be called from any goroutine.
+//
+// A turn is a state machine: model → tools → (compact) → model … → done, with step and time
+// limits. Each phase is one method.
+type Session struct {
+	cfg       SessionConfig
+	kernel    *Kernel
+	defs      []tools.Definition
+	names     []string
+	textTools bool // the model gets tools as text in the system prompt and calls them as text
+
+	turns chan turnRequest
+	done  chan struct{}
+
+	// mu guards what other goroutines read or signal; the loop goroutine is the only writer of
+	// history.
+	mu       sync.Mutex
+	history  []Message
+	running  string // ID of the running turn, "" when idle
+	cancel   context.CancelFunc
+	queue    []string      // steering messages not yet seen by the model
+	steerSig chan struct{} // signalled when queue grows
+	turnSeq  int
+	closed   bool
+
+	// Owned by the loop goroutine.
+	lastTokens int // prompt+output tokens of the last model call, as the server counted them
+	lastCount  int // len(history) when lastTokens was measured
+}
+
+type turnRequest struct {
+	id     string
+	prompt string
+}
+
+// NewSession starts a session's goroutine.
+func NewSession(cfg SessionConfig) (*Session, error) {
+	if cfg.Model == nil || cfg.Kernel.Registry == nil {
+		return nil, errors.New("agent: session needs a model and a tool registry")
+	}
+	if cfg.NumCtx <= 0 {
+		return nil, errors.New("agent: session needs NumCtx")
+	}
+	if cfg.ReplyBudget <= 0 {
+		cfg.ReplyBudget = min(cfg.NumCtx/4, 8192)
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 60
+	}
+	if cfg.MaxTurnTime <= 0 {
+		cfg.MaxTurnTime = 60 * time.Minute
+	}
+	if cfg.CompactAt <= 0 || cfg.CompactAt >= 1 {
+		cfg.CompactAt = 0.75
+	}
+	s := &Session{
+		cfg:       cfg,
+		kernel:    NewKernel(cfg.Kernel, cfg.Sink),
+		defs:      cfg.Kernel.Registry.Definitions(),
+		names:     cfg.Kernel.Registry.Names(),
+		textTools: !cfg.Info.Tools,
+		turns:     make(chan turnRequest, 1),
+		done:      make(chan struct{}),
+		steerSig:  make(chan struct{}, 1),
+		turnSeq:   cfg.Turns,
+	}
+	if len(cfg.History) > 0 {
+		s.history = append([]Message(nil), cfg.History...)
+		s.textTools = s.textTools || strings.Contains(s.history[0].Content, "<tool_call>")
+	} else {
+		s.appendMessage("", Message{Role: RoleSystem, Content: SystemPrompt(cfg.Facts, s.defs, s.textTools)})
+	}
+	go s.loop()
+	return s, nil
+}
+
+// ID returns the session's ID.
+func (s *Session) ID() string { return s.cfg.ID }
+
+// Kernel returns the session's kernel (for its breaker state and registry).
+func (s *Session) Kernel() *Kernel { return s.kernel }
+
+// Prompt starts a turn and returns its ID at once; the turn reports through the sink.
+func (s *Session) Prompt(text string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	if s.running != "" {
+		return "", ErrTurnRunning
+	}
+	return s.startLocked(text), nil
+}
+
+func (s *Session) startLocked(text string) string {
+	s.turnSeq++
+	id := "t" + strconv.Itoa(s.turnSeq)
+	s.running = id
+	s.turns <- turnRequest{id: id, prompt: text}
+	return id
+}
+
+// Steer queues a message into the running turn: no new tool call starts, interruptible calls are
+// cancelled, and the model reads the message next. With no turn running it starts one.
+func (s *Session) Steer(text string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	if s.running == "" {
+		return s.startLocked(text), nil
+	}
+	s.queue = append(s.queue, text)
+	select {
+	case s.steerSig <- struct{}{}:
+	default:
+	}
+	return s.running, nil
+}
+
+// Cancel stops the running turn. It reports whether a turn was running.
+func (s *Session) Cancel() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == "" || s.cancel == nil {
+		return s.running != ""
+	}
+	s.cancel()
+	return true
+}
+
+// Running returns the running turn's ID, or "".
+func (s *Session) Running() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// History returns a copy of the model's history.
+func (s *Session) History() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.history...)
+}
+
+// Close cancels the running turn, waits for the loop to stop and syncs the journal.
+func (s *Session) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.closed = true
+	if s.cancel != nil {
+		s.cancel()
+	}
+	close(s.turns)
+	s.mu.Unlock()
+	<-s.done
+}
+
+// loop is the session's goroutine.
+func (s *Session) loop() {
+	defer close(s.done)
+	for req := range s.turns {
+		s.runTurn(req)
+	}
+	s.sync()
+}
+
+// runTurn drives one turn to its end.
+func (s *Session) runTurn(req turnRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.MaxTurnTime)
+	s.mu.Lock()
+	s.cancel = cancel
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		cancel()
+	}
+	defer cancel()
+
+	s.journal(Entry{Type: EntryTurnStart, TurnID: req.id, Prompt: req.prompt})
+	s.kernel.Emit(TurnStart{TurnID: req.id, Prompt: req.prompt})
+	s.appendMessage(req.id, Message{Role: RoleUser, Content: req.prompt})
+
+	reason, err := s.steps(ctx, req.id)
+	if err == nil && ctx.Err() != nil {
+		reason = "cancelled"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "time_exhausted"
+		}
+	}
+	end := Entry{Type: EntryTurnEnd, TurnID: req.id, Reason: reason}
+	if err != nil {
+		end.Error = err.Error()
+	}
+	s.journal(end)
+	s.sync()
+
+	s.mu.Lock()
+	s.running, s.cancel = "", nil
+	// Steering that arrived after the model's last look starts the next turn.
+	pending := s.queue
+	s.queue = nil
+	if len(pending) > 0 && !s.closed {
+		s.startLocked(strings.Join(pending, "\n\n"))
+	}
+	s.mu.Unlock()
+	s.kernel.Emit(TurnEnd{TurnID: req.id, Reason: reason, Err: err})
+}
+
+// steps alternates model calls and tool batches until the turn ends.
+func (s *Session) steps(ctx context.Context, turnID string) (reason string, err error) {
+	nudged, continued, overflowRetried := false, 0, false
+	for step := 1; ; step++ {
+		if ctx.Err() != nil {
+			return "cancelled", nil
+		}
+		if step > s.cfg.MaxSteps {
+			return "steps_exhausted", nil
+		}
+		s.drainSteering(turnID)
+		if s.needsCompaction() {
+			s.compact(ctx, turnID, false)
+		}
+		resp, err := s.callModel(ctx, turnID, step)
+		if err != nil {
+			var me *ModelError
+			switch {
+			case ctx.Err() != nil:
+				return "cancelled", nil
+			case errors.As(err, &me) && me.Kind == ErrNoToolSupport && !s.textTools:
+				s.switchToTextTools(turnID)
+				continue
+			case errors.As(err, &me) && me.Kind == ErrContextOverflow && !overflowRetried:
+				overflowRetried = true
+				s.compact(ctx, turnID, true)
+				continue
+			}
+			return "error", err
+		}
+		calls := s.takeCalls(turnID, &resp.Message)
+		s.appendMessage(turnID, resp.Message)
+
+		switch {
+		case resp.DoneReason == "length" && len(calls) > 0:
+			s.appendResults(turnID, calls, s.kernel.VoidCalls(calls))
+			continue
+		case resp.DoneReason == "length" && continued < 2:
+			continued++
+			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeCut})
+			continue
+		case len(calls) == 0 && strings.TrimSpace(resp.Message.Content) == "" && !nudged:
+			nudged = true
+			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeEmpty})
+			continue
+		case len(calls) == 0:
+			if s.hasSteering() {
+				continue
+			}
+			return "done", nil
+		}
+		br := s.kernel.RunBatch(ctx, calls, s.steerSig)
+		s.appendResults(turnID, calls, br.Results)
+		s.sync()
+		if br.Terminate {
+			return "terminated", nil
+		}
+	}
+}
+
+// callModel sends the history and streams the reply.
+func (s *Session) callModel(ctx context.Context, turnID string, step int) (*ModelResponse, error) {
+	req := &ModelRequest{
+		Messages:   s.requestMessages(),
+		Think:      s.cfg.Think && s.cfg.Info.Thinking,
+		NumCtx:     s.cfg.NumCtx,
+		NumPredict: s.cfg.ReplyBudget,
+	}
+	if !s.textTools {
+		req.Tools = s.defs
+	}
+	s.kernel.Emit(MessageStart{TurnID: turnID, Step: step})
+	var text strings.Builder
+	resp, err := s.cfg.Model.Chat(ctx, req, func(d Delta) {
+		text.WriteString(d.Text)
+		s.kernel.Emit(MessageDelta{TurnID: turnID, Text: d.Text, Thinking: d.Thinking})
+	})
+	if err != nil {
+		if partial := text.String(); partial != "" && ctx.Err() != nil {
+			// The user saw this text stream before cancelling: keep it in the history.
+			s.appendMessage(turnID, Message{Role: RoleAssistant, Content: partial})
+		}
+		s.kernel.Emit(MessageEnd{TurnID: turnID, DoneReason: "error"})
+		return nil, err
+	}
+	s.lastTokens = resp.Usage.PromptTokens + resp.Usage.OutputTokens
+	s.lastCount = len(req.Messages) + 1
+	s.journal(Entry{Type: EntryUsage, TurnID: turnID, Usage: &resp.Usage})
+	s.kernel.Emit(MessageEnd{TurnID: turnID, Message: resp.Message, DoneReason: resp.DoneReason, Usage: resp.Usage})
+	return resp, nil
+}
+
+// takeCalls returns the tool calls of a reply: native ones, or else the ones printed as text. It
+// gives every call an ID unique in the turn and records the calls in the message.
+func (s *Session) takeCalls(turnID string, m *Message) []ToolCall {
+	calls := m.ToolCalls
+	if len(calls) == 0 && m.Content != "" {
+		parsed, rest := textcall.Parse(m.Content, s.names)
+		for _, p := range parsed {
+			calls = append(calls, ToolCall{Name: p.Name, Arguments: p.Arguments})
+		}
+		if len(parsed) > 0 && !s.textTools {
+			// A model with native tools printed its calls: record them natively, so the history
+			// renders as the model's template expects.
+			m.Content = rest
+		}
+	}
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = fmt.Sprintf("call_%s_%d", turnID, i+1)
+		}
+	}
+	calls = s.kernel.uniqueIDs(calls)
+	m.ToolCalls = calls
+	return calls
+}
+
+// appendResults adds one tool message per result, in the model's order.
+func (s *Session) appendResults(turnID string, calls []ToolCall, results []tools.Result) {
+	for i, r := range results {
+		m := Message{Role: RoleTool, ToolCallID: calls[i].ID, ToolName: calls[i].Name, Content: resultText(r)}
+		for _, b := range r.Content {
+			if b.Type == "image" {
+				m.Images = append(m.Images, b.Data)
+			}
+		}
+		s.appendMessage(turnID, m)
+	}
+}
+
+// resultText is what the model reads of a result: errors are labelled with their type.
+func resultText(r tools.Result) string {
+	t := r.Text()
+	if r.IsError {
+		return "Error (" + string(r.Type) + "): " + t
+	}
+	if t == "" {
+		return "(no output)"
+	}
+	return t
+}
+
+// requestMessages is the history as sent to the model. In text-tool mode, tool results become
+// user messages and calls stay in the assistant's text, because templates of models without tool
+// support drop tool roles. The conversion is deterministic, so the prefix stays stable.
+func (s *Session) requestMessages() []Message {
+	h := s.History()
+	if !s.textTools {
+		return h
+	}
+	out := make([]Message, len(h))
+	for i, m := range h {
+		switch {
+		case m.Role == RoleTool:
+			out[i] = Message{Role: RoleUser, Images: m.Images,
+				Content: "Result of " + m.ToolName + " (" + m.ToolCallID + "):\n" + m.Content}
+		case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
+			m.ToolCalls = nil
+			out[i] = m
+		default:
+			out[i] = m
+		}
+	}
+	return out
+}
+
+func (s *Session) switchToTextTools(turnID string) {
+	slog.Info("model has no native tool calling: switching to text tool calls", "session", s.cfg.ID, "model", s.cfg.Info.Name)
+	s.textTools = true
+	s.mu.Lock()
+	s.history[0] = Message{Role: RoleSystem, Content: SystemPrompt(s.cfg.Facts, s.defs, true)}
+	h := append([]Message(nil), s.history...)
+	s.mu.Unlock()
+	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h})
+}
+
+func (s *Session) drainSteering(turnID string) {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, text := range q {
+		s.appendMessage(turnID, Message{Role: RoleUser, Content: text})
+		s.kernel.Emit(UserMessage{TurnID: turnID, Text: text})
+	}
+}
+
+func (s *Session) hasSteering() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue) > 0
+}
+
+// appendMessage adds a message to the history and the journal. Only the loop goroutine (or
+// NewSession before it starts) calls it.
+func (s *Session) appendMessage(turnID string, m Message) {
+	s.mu.Lock()
+	s.history = append(s.history, m)
+	s.mu.Unlock()
+	s.journal(Entry{Type: EntryMessage, TurnID: turnID, Message: &m})
+}
+
+func (s *Session) journal(e Entry) {
+	if s.cfg.Journal == nil {
+		return
+	}
+	e.Time = time.Now().UTC()
+	if err := s.cfg.Journal.Append(e); err != nil {
+		slog.Error("session journal append failed", "session", s.cfg.ID, "err", err)
+	}
+}
+
+func (s *Session) sync() {
+	if s.cfg.Journal == nil {
+		return
+	}
+	if err := s.cfg.Journal.Sync(); err != nil {
+		slog.Error("session journal sync failed", "session", s.cfg.ID, "err", err)
+	}
+}
