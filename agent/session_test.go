@@ -237,9 +237,9 @@ func TestToolRoundTrip(t *testing.T) {
 
 func TestTextToolCallsRunThroughThePipeline(t *testing.T) {
 	forms := map[string]string{
-		"tagged": `<tool_call>{"name": "read", "arguments": {"path": "a.go"}}</tool_call>`,
-		"fenced": "Let me look.\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.go\"}}\n```",
-		"bare":   `I'll read it: {"name": "read", "arguments": {"path": "a.go"}}`,
+		"tagged":   `<tool_call>{"name": "read", "arguments": {"path": "a.go"}}</tool_call>`,
+		"fenced":   "Let me look.\n```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.go\"}}\n```",
+		"bare":     `I'll read it: {"name": "read", "arguments": {"path": "a.go"}}`,
 		"function": "<function=read>\n<parameter=path>\na.go\n</parameter>\n</function>",
 	}
 	for name, content := range forms {
