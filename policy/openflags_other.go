@@ -1,0 +1,5 @@
+//go:build !unix
+
+package policy
+
+const openNonblock = 0
