@@ -1,0 +1,766 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/fsafe"
+)
+
+// Checkpoints keeps, for one session on one workspace, the state of every file a turn changed
+// before its first change (the pre-image) and after its last (the post-image), so the turn can be
+// reverted. It needs no git and never touches the workspace's .git: pre-images live in the state
+// directory (checkpoints/objects, content-addressed), one manifest per turn beside them.
+//
+// What is covered: calls whose tool declares tools.AccessWrite with the paths it changes
+// (tools.PermissionMetadata), through Middleware, or any code that calls BeforeWrite/AfterWrite.
+// Commands (bash) declare no paths: the files they change are not checkpointed.
+//
+// The post-image is what is on disk right after the call. A write that goes to an editor's buffer
+// (fsafe's Writer, for documents open in the editor) reaches the disk only when the user saves, so
+// the turn's post-image equals its pre-image: Revert reports such a file as unchanged and leaves
+// it alone (undo it in the editor); once saved, the file counts as changed since the turn.
+//
+// It is safe for concurrent use. Keep one Checkpoints per session (with the session): two for the
+// same session would overwrite each other's manifests.
+type Checkpoints struct {
+	st       *Store
+	ws       *fsafe.Workspace
+	session  string
+	queue    *tools.MutationQueue
+	maxBytes int64
+
+	mu  sync.Mutex
+	cur *manifest // the turn begun last; nil before Begin
+}
+
+// CheckpointOptions tune Checkpoints. Every field is optional.
+type CheckpointOptions struct {
+	// Queue serializes Revert's writes with the tools' writes: pass the queue given to
+	// fsafe.Options. Nil: Revert does not wait for running writes (the daemon should not revert
+	// while a turn runs anyway).
+	Queue *tools.MutationQueue
+	// MaxFileBytes is the largest file whose pre-image is kept; a write to a larger file fails
+	// (fsafe refuses to change files over its WriteBytes limit anyway). Default 64 MiB.
+	MaxFileBytes int64
+}
+
+// Errors of Checkpoints.
+var (
+	// ErrNoTurn is returned by BeforeWrite and AfterWrite before Begin.
+	ErrNoTurn = errors.New("store: no turn begun for checkpoints")
+	// ErrNoCheckpoint is returned by Revert for a turn that changed no file.
+	ErrNoCheckpoint = errors.New("store: the turn changed no files")
+	// ErrAlreadyReverted is returned by Revert for a turn reverted before (with that revert's
+	// result).
+	ErrAlreadyReverted = errors.New("store: the turn was already reverted")
+)
+
+// Reasons a file is skipped by Revert.
+const (
+	ReasonChanged    = "changed since the turn (by you or another program); left as it is"
+	ReasonUnrecorded = "agentd stopped before it recorded this file's new content, so it cannot tell the turn's version from a later change; left as it is"
+	ReasonGitDir     = "inside a .git directory: agentd never keeps or restores files there; check it yourself"
+	ReasonNotRegular = "not a regular file before the turn; only regular files are kept"
+)
+
+// RevertResult is the outcome of a revert. Paths are workspace-relative (fsafe.Path.Rel).
+type RevertResult struct {
+	Turn string `json:"turn"`
+	// Restored lists the files put back as they were before the turn (deleted, for files the
+	// turn created).
+	Restored []string `json:"restored"`
+	// Unchanged lists the files that were already as before the turn (nothing to do).
+	Unchanged []string `json:"unchanged,omitzero"`
+	// Skipped lists the files left alone, with the reason.
+	Skipped []Skip `json:"skipped"`
+	// Time is when the revert ran.
+	Time time.Time `json:"time"`
+}
+
+// Skip is a file Revert left alone.
+type Skip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// TurnInfo describes a turn that has a checkpoint.
+type TurnInfo struct {
+	ID      string
+	Created time.Time
+	// Files are the workspace-relative paths the turn changed.
+	Files []string
+	// Reverted is set once the turn was reverted.
+	Reverted *RevertResult
+}
+
+// manifest is checkpoints/<session>/<turn>.json.
+type manifest struct {
+	Version  int           `json:"version"`
+	Session  string        `json:"session"`
+	Turn     string        `json:"turn"`
+	Created  time.Time     `json:"created"`
+	Updated  time.Time     `json:"updated"`
+	Files    []*fileRecord `json:"files"`
+	Reverted *RevertResult `json:"reverted,omitzero"`
+}
+
+const manifestVersion = 1
+
+// fileRecord is one file a turn changed.
+type fileRecord struct {
+	Path string `json:"path"` // canonical absolute
+	Rel  string `json:"rel"`
+	Pre  image  `json:"pre"`
+	// Post is nil until AfterWrite recorded it.
+	Post *image `json:"post,omitzero"`
+	// NotKept says why no pre-image was kept; Revert skips the file with this reason.
+	NotKept string `json:"notKept,omitzero"`
+}
+
+// image is the state of a file at one moment.
+type image struct {
+	Exists bool `json:"exists"`
+	// Other names what is there when it is not a regular file ("directory", "symbolic link", …).
+	Other  string      `json:"other,omitzero"`
+	SHA256 string      `json:"sha256,omitzero"` // content hash of a regular file (its object name)
+	Size   int64       `json:"size,omitzero"`
+	Mode   fs.FileMode `json:"mode,omitzero"` // permission bits
+}
+
+func (a image) same(b image) bool {
+	return a.Exists == b.Exists && a.Other == b.Other && a.SHA256 == b.SHA256
+}
+
+// Checkpoints returns the checkpoints of a session on a workspace.
+func (s *Store) Checkpoints(ws *fsafe.Workspace, sessionID string, opt CheckpointOptions) (*Checkpoints, error) {
+	if err := checkID(sessionID); err != nil {
+		return nil, err
+	}
+	if ws == nil {
+		return nil, errors.New("store: checkpoints need a workspace")
+	}
+	if opt.MaxFileBytes <= 0 {
+		opt.MaxFileBytes = 64 << 20
+	}
+	return &Checkpoints{st: s, ws: ws, session: sessionID, queue: opt.Queue, maxBytes: opt.MaxFileBytes}, nil
+}
+
+// Begin starts the checkpoint of a turn: later BeforeWrite/AfterWrite calls belong to it. Nothing
+// is written until the turn changes a file. Beginning a turn that already has a checkpoint (a turn
+// resumed after a crash) continues it.
+func (c *Checkpoints) Begin(turnID string) error {
+	if turnID == "" {
+		return errors.New("store: empty turn ID")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.loadManifest(turnID)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		now := time.Now().UTC()
+		m = &manifest{Version: manifestVersion, Session: c.session, Turn: turnID, Created: now, Updated: now}
+	case err != nil:
+		// Keep the damaged manifest aside (it may name pre-images worth recovering by hand) and
+		// start afresh.
+		p := c.manifestPath(turnID)
+		aside := p + ".damaged-" + time.Now().UTC().Format("20060102T150405")
+		if rerr := os.Rename(p, aside); rerr != nil {
+			return fmt.Errorf("store: checkpoint of turn %s is unreadable (%v) and cannot be moved aside: %w", turnID, err, rerr)
+		}
+		c.st.log.Warn("store: moved an unreadable checkpoint manifest aside", "path", aside, "err", err)
+		now := time.Now().UTC()
+		m = &manifest{Version: manifestVersion, Session: c.session, Turn: turnID, Created: now, Updated: now}
+	}
+	c.cur = m
+	return nil
+}
+
+// Observe begins a turn's checkpoint on agent.TurnStart; feed it the session's events (or call
+// Begin yourself).
+func (c *Checkpoints) Observe(e agent.Event) {
+	if ts, ok := e.(agent.TurnStart); ok {
+		if err := c.Begin(ts.TurnID); err != nil {
+			c.st.log.Error("store: cannot begin a turn's checkpoint", "session", c.session, "turn", ts.TurnID, "err", err)
+		}
+	}
+}
+
+// BeforeWrite keeps the pre-image of the file at absPath (its content, or the fact that it does
+// not exist) before the turn's first change to it; later calls for the same file in the same turn
+// do nothing. It returns once the pre-image and the manifest naming it are durable. A file inside
+// a .git directory, or something that is not a regular file, is recorded without a pre-image (Revert
+// reports it). An error means the pre-image could not be kept: do not write.
+func (c *Checkpoints) BeforeWrite(absPath string) error {
+	p, err := c.ws.Resolve(absPath)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.cur
+	if m == nil {
+		return ErrNoTurn
+	}
+	if m.file(p.Abs()) != nil {
+		return nil
+	}
+	rec := &fileRecord{Path: p.Abs(), Rel: p.Rel()}
+	c.st.objMu.RLock()
+	defer c.st.objMu.RUnlock()
+	if inGitDir(p.Rel()) {
+		rec.NotKept = ReasonGitDir
+	} else {
+		img, data, err := readState(p, c.maxBytes)
+		if tools.TypeOf(err, "") == tools.Oversized {
+			return tools.Errorf(tools.Oversized, "%s is larger than %d bytes, the most a checkpoint keeps",
+				p.Rel(), c.maxBytes)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case img.Other != "":
+			rec.Pre, rec.NotKept = img, ReasonNotRegular
+		case img.Exists:
+			if err := c.st.putObject(img.SHA256, data); err != nil {
+				return fmt.Errorf("store: keep the content of %s: %w", p.Rel(), err)
+			}
+			rec.Pre = img
+		}
+	}
+	m.Files = append(m.Files, rec)
+	if m.Reverted != nil {
+		// The turn writes again after it was reverted (a turn resumed after a crash): it can be
+		// reverted again. Files already restored now count as unchanged.
+		m.Reverted = nil
+	}
+	if err := c.saveManifest(m); err != nil {
+		m.Files = m.Files[:len(m.Files)-1]
+		return err
+	}
+	return nil
+}
+
+// AfterWrite records the post-image of the file at absPath: what is on disk now. The last call of
+// the turn wins. It must follow BeforeWrite for the same file in the same turn.
+func (c *Checkpoints) AfterWrite(absPath string) error {
+	p, err := c.ws.Resolve(absPath)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.cur
+	if m == nil {
+		return ErrNoTurn
+	}
+	rec := m.file(p.Abs())
+	if rec == nil {
+		return fmt.Errorf("store: AfterWrite(%s) without BeforeWrite in turn %s", p.Rel(), m.Turn)
+	}
+	if rec.NotKept != "" {
+		return nil
+	}
+	img, _, err := readState(p, c.maxBytes)
+	if err != nil {
+		return err
+	}
+	if rec.Post != nil && rec.Post.same(img) {
+		return nil
+	}
+	old := rec.Post
+	rec.Post = &img
+	if err := c.saveManifest(m); err != nil {
+		rec.Post = old
+		return err
+	}
+	return nil
+}
+
+// Middleware returns the kernel middleware that checkpoints write calls: for a call whose tool
+// implements tools.PermissionMetadata with Access == tools.AccessWrite, it calls BeforeWrite for
+// each of the permission's paths before the call runs (if one fails, the call fails with nothing
+// written) and AfterWrite for each after it returns. AfterWrite runs after a failed call too: a
+// call that failed part-way may still have changed a file, and one that changed nothing records a
+// post-image equal to its pre-image, which Revert leaves alone.
+func (c *Checkpoints) Middleware() agent.Middleware {
+	return func(next agent.ExecFunc) agent.ExecFunc {
+		return func(ctx context.Context, t tools.Tool, call *tools.Call) (tools.Output, error) {
+			pm, ok := t.(tools.PermissionMetadata)
+			if !ok {
+				return next(ctx, t, call)
+			}
+			perm := pm.Permission(call)
+			if perm.Access != tools.AccessWrite || len(perm.Paths) == 0 {
+				return next(ctx, t, call)
+			}
+			for _, p := range perm.Paths {
+				if err := c.BeforeWrite(p); err != nil {
+					return tools.Output{}, &tools.Error{Type: tools.TypeOf(err, tools.IOError), Message: fmt.Sprintf(
+						"Not run: agentd could not keep a copy of %s to make this change revertible (%v). Nothing was changed.",
+						p, err)}
+				}
+			}
+			out, err := next(ctx, t, call)
+			for _, p := range perm.Paths {
+				if aerr := c.AfterWrite(p); aerr != nil {
+					c.st.log.Error("store: cannot record a file's new content; the turn's revert will skip it",
+						"session", c.session, "path", p, "err", aerr)
+				}
+			}
+			return out, err
+		}
+	}
+}
+
+// Turns lists the session's turns that changed files on disk, latest first (a turn whose writes
+// all left their files as they were, or went to editor buffers, is not listed). Pick the first
+// entry whose Reverted is nil to "revert the last turn".
+func (c *Checkpoints) Turns() ([]TurnInfo, error) {
+	dir := c.st.manifestDir(c.session)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: list checkpoints: %w", err)
+	}
+	var out []TurnInfo
+	for _, ent := range ents {
+		name := ent.Name()
+		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, tmpPrefix) {
+			continue
+		}
+		m, err := readManifest(filepath.Join(dir, name))
+		if err != nil {
+			c.st.log.Warn("store: skipping an unreadable checkpoint manifest", "path", filepath.Join(dir, name), "err", err)
+			continue
+		}
+		if !m.changedFiles() {
+			continue
+		}
+		ti := TurnInfo{ID: m.Turn, Created: m.Created, Reverted: m.Reverted}
+		for _, f := range m.Files {
+			ti.Files = append(ti.Files, f.Rel)
+		}
+		out = append(out, ti)
+	}
+	slices.SortFunc(out, func(a, b TurnInfo) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return out, nil
+}
+
+// Revert puts back the files the turn changed, each as it was before the turn, but only where the
+// file is still exactly as the turn left it (its post-image); a file changed since — by the user,
+// another program or a later turn — is skipped and reported, never overwritten. So reverting an
+// older turn whose files a later turn changed again skips those files: revert the later turn
+// first. A file the turn created is deleted (directories the turn created stay). Restores are
+// atomic (fsafe.WriteFile).
+//
+// The revert is recorded: a second Revert of the turn returns ErrAlreadyReverted with the first
+// result. A revert in which a file could not be written (I/O error) is not recorded, so it can be
+// retried (files already restored then count as unchanged). Revert is meant for finished turns.
+func (c *Checkpoints) Revert(turnID string) (RevertResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var m *manifest
+	if c.cur != nil && c.cur.Turn == turnID {
+		m = c.cur
+	} else {
+		var err error
+		if m, err = c.loadManifest(turnID); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return RevertResult{Turn: turnID}, fmt.Errorf("%w: %s", ErrNoCheckpoint, turnID)
+			}
+			return RevertResult{Turn: turnID}, err
+		}
+	}
+	if len(m.Files) == 0 {
+		return RevertResult{Turn: turnID}, fmt.Errorf("%w: %s", ErrNoCheckpoint, turnID)
+	}
+	if m.Reverted != nil {
+		return *m.Reverted, fmt.Errorf("%w: %s (at %s)", ErrAlreadyReverted, turnID, m.Reverted.Time.Local().Format(time.DateTime))
+	}
+	res := RevertResult{Turn: turnID, Restored: []string{}, Skipped: []Skip{}, Time: time.Now().UTC()}
+	files := slices.Clone(m.Files)
+	slices.SortFunc(files, func(a, b *fileRecord) int { return cmp.Compare(a.Rel, b.Rel) })
+	retry := false
+	for _, rec := range files {
+		outcome, reason, ioFailed := c.revertFile(rec)
+		retry = retry || ioFailed
+		switch outcome {
+		case restored:
+			res.Restored = append(res.Restored, rec.Rel)
+		case unchanged:
+			res.Unchanged = append(res.Unchanged, rec.Rel)
+		default:
+			res.Skipped = append(res.Skipped, Skip{Path: rec.Rel, Reason: reason})
+		}
+	}
+	if !retry {
+		m.Reverted = &res
+		if err := c.saveManifest(m); err != nil {
+			m.Reverted = nil
+			return res, fmt.Errorf("store: the files were reverted but the revert could not be recorded: %w", err)
+		}
+	}
+	return res, nil
+}
+
+type outcome int
+
+const (
+	skipped outcome = iota
+	restored
+	unchanged
+)
+
+// revertFile reverts one file. ioFailed marks a failure worth retrying.
+func (c *Checkpoints) revertFile(rec *fileRecord) (_ outcome, reason string, ioFailed bool) {
+	if rec.NotKept != "" {
+		return skipped, rec.NotKept, false
+	}
+	p, err := c.ws.Resolve(rec.Path)
+	if err != nil {
+		return skipped, "cannot be reached now: " + errText(err), false
+	}
+	if p.Abs() != rec.Path {
+		// A symbolic link now stands on the path (or on a directory above it).
+		return skipped, "the path now leads to " + p.Rel() + "; left as it is", false
+	}
+	if c.queue != nil {
+		defer c.queue.Lock(p.Abs())()
+	}
+	cur, _, err := readState(p, c.maxBytes)
+	switch {
+	case tools.TypeOf(err, "") == tools.Oversized:
+		// Larger than any pre- or post-image we could have recorded.
+		return skipped, ReasonChanged, false
+	case err != nil:
+		return skipped, "cannot be read: " + errText(err), true
+	}
+	switch {
+	case rec.Post == nil:
+		if cur.same(rec.Pre) {
+			return unchanged, "", false
+		}
+		return skipped, ReasonUnrecorded, false
+	case !cur.same(*rec.Post):
+		if cur.same(rec.Pre) {
+			return unchanged, "", false
+		}
+		return skipped, ReasonChanged, false
+	case rec.Post.same(rec.Pre):
+		return unchanged, "", false
+	case cur.Other != "":
+		return skipped, "is a " + cur.Other + " now; left as it is", false
+	}
+	// The file is exactly as the turn left it: put the pre-image back.
+	if !rec.Pre.Exists {
+		if err := removeFile(p); err != nil {
+			return skipped, "cannot be deleted: " + errText(err), true
+		}
+		return restored, "", false
+	}
+	data, err := c.st.readObject(rec.Pre.SHA256)
+	if err != nil {
+		return skipped, "its copy from before the turn is missing or damaged (" + err.Error() + "); left as it is", false
+	}
+	if _, err := fsafe.WriteFile(p, data, fsafe.WriteOptions{Perm: rec.Pre.Mode, MkdirAll: true}); err != nil {
+		return skipped, "cannot be written: " + errText(err), true
+	}
+	return restored, "", false
+}
+
+// errText is an error's message without a *tools.Error's type prefix.
+func errText(err error) string {
+	var te *tools.Error
+	if errors.As(err, &te) {
+		return te.Message
+	}
+	return err.Error()
+}
+
+// readState describes what is at p now; data is the content of a regular file.
+func readState(p fsafe.Path, maxBytes int64) (image, []byte, error) {
+	info, err := fsafe.Stat(p)
+	if tools.TypeOf(err, "") == tools.NotFound {
+		return image{}, nil, nil
+	}
+	if err != nil {
+		return image{}, nil, err
+	}
+	if !info.Mode.IsRegular() {
+		return image{Exists: true, Other: kindName(info.Mode)}, nil, nil
+	}
+	data, st, err := fsafe.ReadFile(p, maxBytes)
+	if tools.TypeOf(err, "") == tools.NotFound {
+		return image{}, nil, nil // removed meanwhile
+	}
+	if err != nil {
+		return image{}, nil, err
+	}
+	return image{Exists: true, SHA256: st.HashHex(), Size: st.Size, Mode: info.Mode.Perm()}, data, nil
+}
+
+func kindName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// removeFile deletes the regular file at p through an os.Root of its workspace root (confined
+// like every fsafe operation), then syncs its directory.
+func removeFile(p fsafe.Path) error {
+	r, err := os.OpenRoot(p.Root())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	fi, err := r.Lstat(p.Rel())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is a %s", p.Rel(), kindName(fi.Mode()))
+	}
+	if err := r.Remove(p.Rel()); err != nil {
+		return err
+	}
+	if d, err := r.Open(path.Dir(p.Rel())); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// inGitDir reports whether the slash-separated relative path has a ".git" component
+// (case-folded: on a case-insensitive file system ".GIT" is the same directory).
+func inGitDir(rel string) bool {
+	for c := range strings.SplitSeq(rel, "/") {
+		if strings.EqualFold(c, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// changedFiles reports whether the turn may have changed a file on disk: it is false when the
+// manifest is empty or every file is known to be as before (a write that failed without writing,
+// or one that went to an editor buffer).
+func (m *manifest) changedFiles() bool {
+	for _, f := range m.Files {
+		if f.NotKept != "" || f.Post == nil || !f.Post.same(f.Pre) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *manifest) file(abs string) *fileRecord {
+	for _, f := range m.Files {
+		if f.Path == abs {
+			return f
+		}
+	}
+	return nil
+}
+
+// manifestPath names a turn's manifest. Turn IDs that are not plain file names are hashed.
+func (c *Checkpoints) manifestPath(turnID string) string {
+	name := turnID
+	if !validID.MatchString(turnID) {
+		sum := sha256.Sum256([]byte(turnID))
+		name = "@" + hex.EncodeToString(sum[:16])
+	}
+	return filepath.Join(c.st.manifestDir(c.session), name+".json")
+}
+
+func (c *Checkpoints) loadManifest(turnID string) (*manifest, error) {
+	m, err := readManifest(c.manifestPath(turnID))
+	if err != nil {
+		return nil, err
+	}
+	if m.Turn != turnID {
+		return nil, fmt.Errorf("store: manifest %s is for turn %q", c.manifestPath(turnID), m.Turn)
+	}
+	return m, nil
+}
+
+func readManifest(p string) (*manifest, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("store: manifest %s: %w", p, err)
+	}
+	if m.Version != manifestVersion {
+		return nil, fmt.Errorf("store: manifest %s has version %d", p, m.Version)
+	}
+	return &m, nil
+}
+
+func (c *Checkpoints) saveManifest(m *manifest) error {
+	m.Updated = time.Now().UTC()
+	b, err := json.MarshalIndent(m, "", "\t")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.st.manifestDir(c.session), 0o700); err != nil {
+		return fmt.Errorf("store: save checkpoint: %w", err)
+	}
+	if err := writeFileAtomic(c.manifestPath(m.Turn), append(b, '\n')); err != nil {
+		return fmt.Errorf("store: save checkpoint: %w", err)
+	}
+	return nil
+}
+
+// putObject stores data under its SHA-256 (hex) unless an object of that name exists already.
+// The caller holds objMu shared.
+func (s *Store) putObject(sum string, data []byte) error {
+	p := filepath.Join(s.objectsPath(), sum)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
+		return nil
+	}
+	return writeFileAtomic(p, data)
+}
+
+// readObject returns the object named sum, checking its content against the name.
+func (s *Store) readObject(sum string) ([]byte, error) {
+	if !isObjectName(sum) {
+		return nil, fmt.Errorf("invalid object name %q", sum)
+	}
+	data, err := os.ReadFile(filepath.Join(s.objectsPath(), sum))
+	if err != nil {
+		return nil, err
+	}
+	got := sha256.Sum256(data)
+	if hex.EncodeToString(got[:]) != sum {
+		return nil, errors.New("its content does not match its hash")
+	}
+	return data, nil
+}
+
+func isObjectName(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
+}
+
+// GCResult reports what GC removed.
+type GCResult struct {
+	Removed int
+	Bytes   int64
+}
+
+// GC removes checkpoint objects that no manifest references (after sessions were deleted), and
+// temporary files a crash left behind. A manifest that does not parse still protects every
+// SHA-256 it contains. GC waits for running BeforeWrite calls and holds them off meanwhile.
+func (s *Store) GC() (GCResult, error) {
+	s.objMu.Lock()
+	defer s.objMu.Unlock()
+	refs := map[string]bool{}
+	root := filepath.Join(s.dir, checkpointsDir)
+	sessions, err := os.ReadDir(root)
+	if err != nil {
+		return GCResult{}, fmt.Errorf("store: gc: %w", err)
+	}
+	for _, sd := range sessions {
+		if !sd.IsDir() || sd.Name() == objectsDir {
+			continue
+		}
+		dir := filepath.Join(root, sd.Name())
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return GCResult{}, fmt.Errorf("store: gc: %w", err)
+		}
+		for _, ent := range ents {
+			if strings.HasPrefix(ent.Name(), tmpPrefix) || ent.IsDir() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+			if err != nil {
+				return GCResult{}, fmt.Errorf("store: gc: %w", err)
+			}
+			var m manifest
+			if json.Unmarshal(b, &m) == nil && m.Version == manifestVersion {
+				for _, f := range m.Files {
+					refs[f.Pre.SHA256] = true
+				}
+				continue
+			}
+			for _, word := range bytes.FieldsFunc(b, func(r rune) bool { return !isHexRune(r) }) {
+				if len(word) == 2*sha256.Size {
+					refs[strings.ToLower(string(word))] = true
+				}
+			}
+		}
+	}
+	var res GCResult
+	objs, err := os.ReadDir(s.objectsPath())
+	if err != nil {
+		return GCResult{}, fmt.Errorf("store: gc: %w", err)
+	}
+	for _, o := range objs {
+		name := o.Name()
+		fi, err := o.Info()
+		if err != nil {
+			continue
+		}
+		remove := isObjectName(name) && !refs[name]
+		if strings.HasPrefix(name, tmpPrefix) && time.Since(fi.ModTime()) > time.Hour {
+			remove = true
+		}
+		if !remove {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.objectsPath(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("store: gc: %w", err)
+		}
+		res.Removed++
+		res.Bytes += fi.Size()
+	}
+	return res, nil
+}
+
+func isHexRune(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'
+}
