@@ -35,7 +35,14 @@ type Config struct {
 	Warnings []string
 	// Files lists the config files that were read, in order.
 	Files []string
+	// Settings are the daemon settings of the user config (model, ollama-host, context-length,
+	// think, review-timeout), by keyword. A workspace config cannot set them: it could point
+	// agentd at another model server.
+	Settings map[string]string
 }
+
+// SettingKeys are the daemon settings a user config may hold, one per line: `model qwen3:8b`.
+var SettingKeys = []string{"model", "ollama-host", "context-length", "think", "review-timeout"}
 
 // Locations are where agentd keeps the user's configuration and state, outside any workspace.
 type Locations struct {
@@ -114,6 +121,7 @@ func Load(loc Locations, workspace string) (*Config, error) {
 			userRules = f.rules
 			cfg.Protect = append(cfg.Protect, f.protect...)
 			cfg.Sensitive = append(cfg.Sensitive, f.sensitive...)
+			cfg.Settings = f.settings
 		}
 	}
 
@@ -178,6 +186,9 @@ func (cfg *Config) loadWorkspace(loc Locations, workspace string) (*Rules, error
 	}
 	if f.defaultsOff {
 		cfg.warn("%s: defaults off ignored: workspace config can only tighten", f.defaultsSource)
+	}
+	for _, src := range f.settingSources {
+		cfg.warn("%s ignored: only the user config may set it", src)
 	}
 	var kept []Rule
 	for _, r := range f.rules.List() {
@@ -260,6 +271,8 @@ type fileContents struct {
 	rules          *Rules
 	protect        []string
 	sensitive      []string
+	settings       map[string]string
+	settingSources []string
 }
 
 // parseFile parses the line format shared by rule files and config files. With config false only
@@ -358,10 +371,24 @@ func parseFile(name string, data []byte, config bool) (*fileContents, error) {
 					f.sensitive = append(f.sensitive, v)
 				}
 			}
+		case "model", "ollama-host", "context-length", "think", "review-timeout":
+			if !config {
+				fail(src, "%s is a config setting, not a rule", kw)
+				continue
+			}
+			if rest == "" {
+				fail(src, "%s needs a value", kw)
+				continue
+			}
+			if f.settings == nil {
+				f.settings = map[string]string{}
+			}
+			f.settings[kw] = rest
+			f.settingSources = append(f.settingSources, fmt.Sprintf("%s: %s", src, kw))
 		default:
 			want := "allow, ask, forbid, example, not, reason"
 			if config {
-				want += ", mode, defaults, protect, sensitive"
+				want += ", mode, defaults, protect, sensitive, " + strings.Join(SettingKeys, ", ")
 			}
 			fail(src, "unknown keyword %q (want one of: %s)", kw, want)
 		}

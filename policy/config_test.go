@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -300,5 +301,40 @@ func TestDefaultLocations(t *testing.T) {
 	}
 	if loc.UserConfigFile() != "/x/config/agentd/config" || loc.TrustFile() != "/x/state/agentd/trusted-workspaces" {
 		t.Errorf("%+v", loc)
+	}
+}
+
+func TestSettingsOnlyFromTheUserConfig(t *testing.T) {
+	loc := Locations{ConfigDir: t.TempDir(), StateDir: t.TempDir()}
+	ws := t.TempDir()
+	if err := os.WriteFile(loc.UserConfigFile(), []byte("model qwen2.5-coder:7b\nollama-host 127.0.0.1:11500\ncontext-length 16384\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, ".agentd"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, WorkspaceConfigName), []byte("ollama-host evil.example:80\nmodel other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := OpenTrust(loc.TrustFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Trust(ws); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(loc, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"model": "qwen2.5-coder:7b", "ollama-host": "127.0.0.1:11500", "context-length": "16384"}
+	if !reflect.DeepEqual(cfg.Settings, want) {
+		t.Errorf("settings = %v, want %v", cfg.Settings, want)
+	}
+	if len(cfg.Warnings) != 2 || !strings.Contains(cfg.Warnings[0], "only the user config") {
+		t.Errorf("warnings = %q", cfg.Warnings)
+	}
+	if _, err := ParseRules("r", []byte("model x\n")); err == nil {
+		t.Error("a rule file accepted a setting")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
@@ -77,15 +78,16 @@ func (c *Conn) Go(h Handler) {
 	c.mu.Unlock()
 	c.conn.Go(c.ctx, func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 		if !req.IsCall() {
-			// Inline, in wire order. The params are borrowed: copy before the handler keeps them.
+			// Inline, in wire order. Method and params are borrowed from the frame: copy them.
+			method := strings.Clone(req.Method())
 			params := append(json.RawMessage(nil), req.Params()...)
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
-						slog.Error("notification handler panicked", "method", req.Method(), "panic", r)
+						slog.Error("notification handler panicked", "method", method, "panic", r)
 					}
 				}()
-				h.Notify(c.ctx, req.Method(), params)
+				h.Notify(c.ctx, method, params)
 			}()
 			return nil, nil
 		}

@@ -1,18 +1,78 @@
 // Command agentd is a coding agent daemon for editors, driven by a local Ollama model.
+//
+//	agentd run [flags] "prompt"     one turn in a workspace, approving in the terminal
+//	agentd serve --stdio | --listen  the editor daemon (LSP base protocol)
+//	agentd connect                   an editor's entry point: forwards stdio to the shared daemon
+//	agentd doctor                    checks Ollama, the model, ripgrep and the sandbox
+//	agentd version
 package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
+
+	"github.com/agentd/agentd/tools/sandbox"
 )
 
-var version = "0.1.0-dev"
+var version = "0.1.0"
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "version" {
-		fmt.Println("agentd", version)
+	// The sandbox helper runs inside the sandbox before anything else (see tools/sandbox).
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		sandbox.HelperMain()
 		return
 	}
-	fmt.Fprintln(os.Stderr, "usage: agentd version")
-	os.Exit(2)
+	// Logs go to stderr; stdout may carry the protocol.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var code int
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "run":
+		code = runCmd(args)
+	case "serve":
+		code = serveCmd(args)
+	case "connect":
+		code = connectCmd(args)
+	case "doctor":
+		code = doctorCmd(args)
+	case "version", "--version", "-v":
+		fmt.Println("agentd", version)
+	case "help", "--help", "-h":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "agentd: unknown command %q\n", cmd)
+		usage()
+		code = 2
+	}
+	os.Exit(code)
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `agentd — a coding agent for editors, driven by a local Ollama model
+
+usage:
+  agentd run [-C DIR] [--model M] [--approval ask|auto-edit|plan|yolo] [--resume ID] "prompt"
+  agentd serve --stdio | --listen [--socket PATH]
+  agentd connect [--socket PATH]
+  agentd doctor
+  agentd version
+
+Common flags: --ollama-host, --model, --approval, --context-length, --think, --state-dir.
+Environment: OLLAMA_HOST, AGENTD_MODEL, AGENTD_APPROVAL, AGENTD_CONTEXT_LENGTH, AGENTD_LOG=debug.
+Config: $XDG_CONFIG_HOME/agentd/config (lines such as "model qwen3:8b", "mode auto-edit").
+`)
+}
+
+func logLevel() slog.Level {
+	switch os.Getenv("AGENTD_LOG") {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/policy"
+)
+
+// settings are the options every command shares. Precedence: flags > environment > the user
+// config file ($XDG_CONFIG_HOME/agentd/config) > defaults.
+type settings struct {
+	ollamaHost    string
+	model         string
+	approval      string
+	contextLength int
+	think         bool
+	stateDir      string
+	reviewTimeout time.Duration
+}
+
+func (s *settings) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.ollamaHost, "ollama-host", "", "Ollama server (default $OLLAMA_HOST or 127.0.0.1:11434)")
+	fs.StringVar(&s.model, "model", "", "model for new sessions (default $AGENTD_MODEL or "+daemon.DefaultModel+")")
+	fs.StringVar(&s.approval, "approval", "", "approval mode: ask, auto-edit, plan or yolo (default $AGENTD_APPROVAL or ask)")
+	fs.IntVar(&s.contextLength, "context-length", 0, "cap on the context window in tokens (default: the model's)")
+	fs.BoolVar(&s.think, "think", false, "turn thinking on for models that have it")
+	fs.StringVar(&s.stateDir, "state-dir", "", "where sessions, checkpoints and the audit log live (default $XDG_STATE_HOME/agentd)")
+	fs.DurationVar(&s.reviewTimeout, "review-timeout", 0, "reject a review nobody answered after this long (default: never)")
+}
+
+// resolve fills what the flags left empty from the environment and the config file.
+func (s *settings) resolve() (daemon.Options, []string, error) {
+	loc, err := policy.DefaultLocations()
+	if err != nil {
+		return daemon.Options{}, nil, err
+	}
+	cfg, err := policy.Load(loc, "")
+	if err != nil {
+		return daemon.Options{}, nil, err
+	}
+	file := cfg.Settings
+	pick := func(flagVal, env, key string) string {
+		if flagVal != "" {
+			return flagVal
+		}
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+		return file[key]
+	}
+	opts := daemon.Options{
+		Version:    version,
+		OllamaHost: pick(s.ollamaHost, "OLLAMA_HOST", "ollama-host"),
+		Model:      pick(s.model, "AGENTD_MODEL", "model"),
+		StateDir:   s.stateDir,
+		Think:      s.think || file["think"] == "on" || file["think"] == "true",
+		Policy:     loc,
+	}
+	opts.ApprovalMode = s.approval
+	if opts.ApprovalMode == "" {
+		opts.ApprovalMode = os.Getenv("AGENTD_APPROVAL")
+	}
+	if opts.ApprovalMode == "" {
+		opts.ApprovalMode = cfg.Mode.String()
+	}
+	if _, err := policy.ParseMode(opts.ApprovalMode); err != nil {
+		return opts, nil, err
+	}
+	ctxLen := strconv.Itoa(s.contextLength)
+	if s.contextLength == 0 {
+		ctxLen = pick("", "AGENTD_CONTEXT_LENGTH", "context-length")
+	}
+	if ctxLen != "" {
+		n, err := strconv.Atoi(ctxLen)
+		if err != nil || n < 0 {
+			return opts, nil, fmt.Errorf("context length %q is not a number of tokens", ctxLen)
+		}
+		opts.ContextCap = n
+	}
+	opts.ReviewTimeout = s.reviewTimeout
+	if opts.ReviewTimeout == 0 && file["review-timeout"] != "" {
+		d, err := time.ParseDuration(file["review-timeout"])
+		if err != nil {
+			return opts, nil, fmt.Errorf("review-timeout %q: %v", file["review-timeout"], err)
+		}
+		opts.ReviewTimeout = d
+	}
+	return opts, cfg.Warnings, nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/agent/store"
+	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/tools/sandbox"
+)
+
+// doctorCmd checks what agentd needs and says how to fix what is missing.
+func doctorCmd(args []string) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	var s settings
+	s.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	failed := false
+	report := func(ok bool, what, detail, fix string) {
+		mark := "ok  "
+		if !ok {
+			mark, failed = "FAIL", true
+		}
+		fmt.Printf("[%s] %s: %s\n", mark, what, detail)
+		if !ok && fix != "" {
+			fmt.Printf("       fix: %s\n", fix)
+		}
+	}
+	warn := func(what, detail, fix string) {
+		fmt.Printf("[warn] %s: %s\n", what, detail)
+		if fix != "" {
+			fmt.Printf("       fix: %s\n", fix)
+		}
+	}
+	opts, warnings, err := s.resolve()
+	if err != nil {
+		report(false, "config", err.Error(), "correct $XDG_CONFIG_HOME/agentd/config or the flags")
+		return 1
+	}
+	for _, w := range warnings {
+		warn("config", w, "")
+	}
+	if opts.Model == "" {
+		opts.Model = daemon.DefaultModel
+	}
+	fmt.Printf("agentd %s\n", version)
+
+	models := opts.Models
+	if models == nil {
+		models = daemon.OllamaModels
+	}
+	mc, err := models(opts.OllamaHost, opts.Model)
+	if err != nil {
+		report(false, "ollama", err.Error(), "check OLLAMA_HOST / --ollama-host")
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, err := mc.Version(ctx); err != nil {
+		report(false, "ollama", describeErr(err), "")
+	} else {
+		report(true, "ollama", "reachable, version "+v, "")
+		list, err := mc.ListModels(ctx)
+		names := []string{}
+		for _, m := range list {
+			names = append(names, m.Name)
+		}
+		pulled := err == nil && slices.ContainsFunc(names, func(n string) bool { return n == opts.Model || n == opts.Model+":latest" })
+		if !pulled {
+			report(false, "model", fmt.Sprintf("%s is not pulled (have: %s)", opts.Model, strings.Join(names, ", ")), "run `ollama pull "+opts.Model+"`")
+		} else if info, err := mc.Info(ctx); err != nil {
+			report(false, "model", describeErr(err), "")
+		} else {
+			caps := []string{}
+			if info.Tools {
+				caps = append(caps, "tools")
+			}
+			if info.Thinking {
+				caps = append(caps, "thinking")
+			}
+			if info.Vision {
+				caps = append(caps, "vision")
+			}
+			report(true, "model", fmt.Sprintf("%s, context %d tokens, capabilities: %s", opts.Model, info.ContextLength, strings.Join(caps, ", ")), "")
+			if !info.Tools {
+				warn("model", opts.Model+" has no native tool calling: agentd will use text tool calls, which small models get wrong more often",
+					"use a model with tools, e.g. `ollama pull "+daemon.DefaultModel+"`")
+			}
+		}
+	}
+	if p, err := exec.LookPath("rg"); err == nil {
+		out, _ := exec.Command(p, "--version").Output()
+		report(true, "ripgrep", strings.SplitN(string(out), "\n", 2)[0], "")
+	} else {
+		warn("ripgrep", "rg is not on PATH: grep uses the slower pure-Go engine", "install ripgrep (`apt install ripgrep`)")
+	}
+	f := sandbox.Detect()
+	switch mode := f.BestMode(); mode {
+	case sandbox.ModeNone:
+		report(false, "sandbox", f.Describe(), "install bubblewrap (`apt install bubblewrap`) and enable unprivileged user namespaces, or use a kernel with Landlock")
+	default:
+		report(true, "sandbox", f.Describe(), "")
+	}
+	dir := opts.StateDir
+	if dir == "" {
+		dir, _ = store.DefaultDir()
+	}
+	if st, err := store.Open(dir); err != nil {
+		report(false, "state", err.Error(), "make "+dir+" writable")
+	} else {
+		st.Close()
+		report(true, "state", dir, "")
+	}
+	if failed {
+		return 1
+	}
+	fmt.Fprintln(os.Stdout, "everything agentd needs is in place")
+	return 0
+}

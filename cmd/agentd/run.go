@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/policy"
+	"golang.org/x/term"
+)
+
+// runCmd runs one turn in a workspace from the terminal: the answer streams to stdout, tool
+// activity to stderr, and every change or command the policy asks about is shown (a colored diff,
+// the exact command) and approved at the prompt. Without a terminal nothing is asked: what the
+// approval mode does not allow is rejected.
+func runCmd(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var s settings
+	s.register(fs)
+	dir := fs.String("C", ".", "the workspace directory")
+	resume := fs.String("resume", "", "resume a stored session by ID")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	prompt := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if prompt == "" {
+		fmt.Fprintln(os.Stderr, `usage: agentd run [-C DIR] [--model M] [--approval MODE] [--resume ID] "prompt"`)
+		return 2
+	}
+	opts, warnings, err := s.resolve()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentd:", err)
+		return 2
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "agentd: warning:", w)
+	}
+	rt, err := daemon.NewRuntime(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentd:", err)
+		return 1
+	}
+	defer rt.Close()
+	h, err := rt.Open(daemon.SessionSpec{ID: *resume, Workspace: *dir, Model: s.model, Mode: s.approval})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentd:", err)
+		return 1
+	}
+	defer h.Close()
+
+	tty := term.IsTerminal(int(os.Stdin.Fd()))
+	color := term.IsTerminal(int(os.Stderr.Fd())) && os.Getenv("NO_COLOR") == ""
+	ui := &terminal{out: os.Stdout, err: os.Stderr, color: color}
+	var ask daemon.Asker
+	if tty {
+		ask = &terminalAsker{t: ui, in: bufio.NewReader(os.Stdin)}
+	} else {
+		ask = nil // no one to ask: the gate rejects what the mode does not allow
+	}
+	ends := make(chan agent.TurnEnd, 1)
+	sess, err := h.Start(context.Background(), ask, func(e agent.Event) {
+		ui.event(e)
+		if te, ok := e.(agent.TurnEnd); ok {
+			ends <- te
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentd:", describeErr(err))
+		return 1
+	}
+	defer sess.Close()
+	if _, err := sess.Prompt(prompt); err != nil {
+		fmt.Fprintln(os.Stderr, "agentd:", err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var end agent.TurnEnd
+	for done := false; !done; {
+		select {
+		case end = <-ends:
+			done = true
+		case <-sigs:
+			fmt.Fprintln(os.Stderr, "\nagentd: cancelling the turn (press Ctrl-C again to quit at once)")
+			sess.Cancel()
+			go func() { <-sigs; os.Exit(130) }()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "\nagentd: session %s (continue it with: agentd run --resume %s \"…\")\n", h.ID(), h.ID())
+	switch end.Reason {
+	case "done", "terminated":
+		return 0
+	case "cancelled":
+		return 130
+	case "error":
+		fmt.Fprintln(os.Stderr, "agentd:", describeErr(end.Err))
+		return 1
+	default:
+		fmt.Fprintln(os.Stderr, "agentd: the turn stopped:", end.Reason)
+		return 3
+	}
+}
+
+func describeErr(err error) string {
+	var me *agent.ModelError
+	if errors.As(err, &me) {
+		if me.Fix != "" {
+			return me.Message + "\n  fix: " + me.Fix
+		}
+		return me.Message
+	}
+	return err.Error()
+}
+
+// terminal renders a session's events.
+type terminal struct {
+	out, err io.Writer
+	color    bool
+	midLine  bool // the answer's last text did not end a line
+	thinking bool
+}
+
+func (t *terminal) paint(code, s string) string {
+	if !t.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (t *terminal) event(e agent.Event) {
+	switch e := e.(type) {
+	case agent.MessageDelta:
+		if e.Thinking != "" {
+			if !t.thinking {
+				fmt.Fprint(t.err, t.paint("2", "thinking: "))
+				t.thinking = true
+			}
+			fmt.Fprint(t.err, t.paint("2", e.Thinking))
+		}
+		if e.Text != "" {
+			if t.thinking {
+				fmt.Fprintln(t.err)
+				t.thinking = false
+			}
+			fmt.Fprint(t.out, e.Text)
+			t.midLine = !strings.HasSuffix(e.Text, "\n")
+		}
+	case agent.MessageEnd:
+		t.endLine()
+	case agent.ToolStart:
+		t.endLine()
+		fmt.Fprintf(t.err, "%s %s %s\n", t.paint("36", "→"), e.Tool, t.paint("2", shorten(string(e.Args), 100)))
+	case agent.ToolEnd:
+		mark, code := "✓", "32"
+		if e.Result.IsError {
+			mark, code = "✗ "+string(e.Result.Type), "31"
+		}
+		fmt.Fprintf(t.err, "%s %s %s\n", t.paint(code, mark), e.Tool, t.paint("2", shorten(firstLine(e.Result.Text()), 100)))
+	case agent.Compacted:
+		fmt.Fprintf(t.err, "%s\n", t.paint("2", fmt.Sprintf("(history compacted: ~%d → ~%d tokens)", e.Before, e.After)))
+	case agent.TurnEnd:
+		t.endLine()
+	}
+}
+
+func (t *terminal) endLine() {
+	if t.thinking {
+		fmt.Fprintln(t.err)
+		t.thinking = false
+	}
+	if t.midLine {
+		fmt.Fprintln(t.out)
+		t.midLine = false
+	}
+}
+
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// terminalAsker asks at the terminal.
+type terminalAsker struct {
+	t  *terminal
+	in *bufio.Reader
+}
+
+func (a *terminalAsker) Ask(ctx context.Context, q daemon.Question) (daemon.Answer, error) {
+	t := a.t
+	t.endLine()
+	w := t.err
+	fmt.Fprintf(w, "\n%s %s\n", t.paint("1;33", "approval needed:"), q.Verdict.Reason)
+	var options string
+	var sessionGrant *policy.Grant
+	switch q.Kind {
+	case "edit":
+		for _, line := range strings.SplitAfter(q.Call.Preview.Diff.Unified(3), "\n") {
+			switch {
+			case strings.HasPrefix(line, "+++") || strings.HasPrefix(line, "---"):
+				fmt.Fprint(w, t.paint("1", line))
+			case strings.HasPrefix(line, "+"):
+				fmt.Fprint(w, t.paint("32", line))
+			case strings.HasPrefix(line, "-"):
+				fmt.Fprint(w, t.paint("31", line))
+			case strings.HasPrefix(line, "@@"):
+				fmt.Fprint(w, t.paint("36", line))
+			default:
+				fmt.Fprint(w, line)
+			}
+		}
+		options = "[y] apply  [n] reject (with a reason)  [q] cancel the turn"
+		for _, g := range q.Grants {
+			if g.Scope == policy.ScopeTool {
+				g := g
+				sessionGrant = &g
+				options = "[y] apply  [a] apply all edits this session  [n] reject (with a reason)  [q] cancel the turn"
+				break
+			}
+		}
+	case "command":
+		c := q.Call.Preview.Command
+		cmd := c.Argv[len(c.Argv)-1]
+		fmt.Fprintf(w, "  %s %s\n  in %s, sandbox: %s, network: %v, timeout %ds\n", t.paint("1", "$"), cmd, c.Cwd, c.Sandbox, c.Network, c.TimeoutMS/1000)
+		options = "[y] run  [n] reject (with a reason)  [q] cancel the turn"
+		if len(q.Grants) > 0 {
+			g := q.Grants[0]
+			sessionGrant = &g
+			options = fmt.Sprintf("[y] run  [a] allow %s for this session  [n] reject (with a reason)  [q] cancel the turn", g)
+		}
+	default:
+		fmt.Fprintf(w, "  %s\n", q.Call.Label)
+		options = "[y] allow  [n] reject (with a reason)  [q] cancel the turn"
+	}
+	for {
+		fmt.Fprintf(w, "%s ", options)
+		line, err := a.readLine(ctx)
+		if err != nil {
+			return daemon.Answer{}, err
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return daemon.Answer{Decision: daemon.AnswerAccept}, nil
+		case "a", "all":
+			if sessionGrant != nil {
+				return daemon.Answer{Decision: daemon.AnswerAcceptForSession, Grant: sessionGrant}, nil
+			}
+		case "n", "no":
+			fmt.Fprint(w, "reason (optional, the model reads it): ")
+			reason, err := a.readLine(ctx)
+			if err != nil {
+				return daemon.Answer{}, err
+			}
+			return daemon.Answer{Decision: daemon.AnswerReject, Reason: strings.TrimSpace(reason)}, nil
+		case "q", "quit":
+			return daemon.Answer{Decision: daemon.AnswerCancelTurn}, nil
+		}
+	}
+}
+
+// readLine reads a line from the terminal, or returns when ctx ends.
+func (a *terminalAsker) readLine(ctx context.Context) (string, error) {
+	ch := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		line, err := a.in.ReadString('\n')
+		if err != nil && line == "" {
+			errc <- err
+			return
+		}
+		ch <- line
+	}()
+	select {
+	case line := <-ch:
+		return line, nil
+	case err := <-errc:
+		return "", fmt.Errorf("reading the answer: %w", err)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}

@@ -1,0 +1,577 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/ollama/ollamatest"
+	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/rpc"
+	"go.lsp.dev/protocol"
+)
+
+// testEnv is a daemon with a fake Ollama and a workspace.
+type testEnv struct {
+	t      *testing.T
+	srv    *Server
+	ollama *ollamatest.Server
+	ws     string
+}
+
+func newEnv(t *testing.T, files map[string]string) *testEnv {
+	t.Helper()
+	ws := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, _ = filepath.EvalSymlinks(ws)
+	fake := ollamatest.NewServer(&ollamatest.Script{Models: []ollamatest.Model{
+		{Name: "qwen3:8b", Capabilities: []string{"completion", "tools"}, ContextLength: 40960},
+	}})
+	t.Cleanup(fake.Close)
+	home := t.TempDir()
+	rt, err := NewRuntime(Options{
+		Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b", ApprovalMode: "ask",
+		StateDir: filepath.Join(home, "state"),
+		Policy:   policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(rt)
+	t.Cleanup(func() { srv.Shutdown(); rt.Close() })
+	return &testEnv{t: t, srv: srv, ollama: fake, ws: ws}
+}
+
+// fakeEditor is an editor over an in-memory pipe: it keeps its open buffers, applies
+// workspace/applyEdit to them (sending didChange), saves on document/save, and records every
+// notification.
+type fakeEditor struct {
+	t       *testing.T
+	env     *testEnv
+	conn    *rpc.Conn
+	reviews bool
+
+	mu      sync.Mutex
+	docs    map[string]*editorDoc // by URI
+	notes   []note
+	applied []rpc.ApplyWorkspaceEditParams
+	saves   []string
+	wake    chan struct{}
+}
+
+type editorDoc struct {
+	text    string
+	version int32
+}
+
+type note struct {
+	method string
+	params json.RawMessage
+}
+
+func (e *testEnv) editor(reviews bool) *fakeEditor {
+	a, b := net.Pipe()
+	go e.srv.ServeConn(a)
+	ed := &fakeEditor{t: e.t, env: e, reviews: reviews, docs: map[string]*editorDoc{}, wake: make(chan struct{}, 1)}
+	ed.conn = rpc.NewConn(b)
+	ed.conn.Go(ed)
+	e.t.Cleanup(func() { ed.conn.Close() })
+	var res json.RawMessage
+	init := map[string]any{
+		"processId": nil, "rootUri": fileURI(e.ws), "capabilities": map[string]any{},
+		"workspaceFolders":      []map[string]any{{"uri": fileURI(e.ws), "name": "ws"}},
+		"initializationOptions": rpc.InitializationOptions{ProtocolVersion: 1, Reviews: reviews, DocumentSave: true},
+	}
+	ed.call("initialize", init, &res)
+	ed.conn.Notify(context.Background(), "initialized", map[string]any{})
+	return ed
+}
+
+func (ed *fakeEditor) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "workspace/applyEdit":
+		var p rpc.ApplyWorkspaceEditParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		ed.mu.Lock()
+		ed.applied = append(ed.applied, p)
+		var changes []func()
+		for _, dc := range p.Edit.DocumentChanges {
+			d := ed.docs[dc.TextDocument.URI]
+			if d == nil || d.version != dc.TextDocument.Version {
+				ed.mu.Unlock()
+				return rpc.ApplyWorkspaceEditResult{Applied: false, FailureReason: "version mismatch"}, nil
+			}
+			d.text = applyLSPEdits(ed.t, d.text, dc.Edits)
+			d.version++
+			uri, text, version := dc.TextDocument.URI, d.text, d.version
+			changes = append(changes, func() { ed.sendChange(uri, version, text) })
+		}
+		ed.mu.Unlock()
+		for _, c := range changes {
+			c()
+		}
+		return rpc.ApplyWorkspaceEditResult{Applied: true}, nil
+	case rpc.MethodDocumentSave:
+		var p rpc.DocumentSaveParams
+		json.Unmarshal(params, &p)
+		ed.mu.Lock()
+		d := ed.docs[p.URI]
+		ed.saves = append(ed.saves, p.URI)
+		ed.mu.Unlock()
+		path, _ := fileURIPath(p.URI)
+		if err := os.WriteFile(path, []byte(d.text), 0o644); err != nil {
+			return nil, err
+		}
+		return rpc.DocumentSaveResult{Saved: true}, nil
+	case "window/workDoneProgress/create":
+		return nil, nil
+	}
+	return nil, rpc.ErrMethodNotFound
+}
+
+func (ed *fakeEditor) Notify(ctx context.Context, method string, params json.RawMessage) {
+	ed.mu.Lock()
+	ed.notes = append(ed.notes, note{method, params})
+	ed.mu.Unlock()
+	select {
+	case ed.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ed *fakeEditor) call(method string, params, result any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return ed.conn.Call(ctx, method, params, result)
+}
+
+func (ed *fakeEditor) mustCall(method string, params, result any) {
+	ed.t.Helper()
+	if err := ed.call(method, params, result); err != nil {
+		ed.t.Fatalf("%s: %v", method, err)
+	}
+}
+
+func (ed *fakeEditor) open(rel, text string) string {
+	uri := fileURI(filepath.Join(ed.env.ws, rel))
+	ed.mu.Lock()
+	ed.docs[uri] = &editorDoc{text: text, version: 1}
+	ed.mu.Unlock()
+	ed.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{
+		"textDocument": map[string]any{"uri": uri, "languageId": "go", "version": 1, "text": text}})
+	return uri
+}
+
+func (ed *fakeEditor) sendChange(uri string, version int32, text string) {
+	ed.conn.Notify(context.Background(), "textDocument/didChange", map[string]any{
+		"textDocument":   map[string]any{"uri": uri, "version": version},
+		"contentChanges": []map[string]any{{"text": text}},
+	})
+}
+
+// waitFor waits until a notification matches and returns its params.
+func (ed *fakeEditor) waitFor(what string, match func(note) bool) json.RawMessage {
+	ed.t.Helper()
+	deadline := time.After(20 * time.Second)
+	seen := 0
+	for {
+		ed.mu.Lock()
+		notes := ed.notes
+		ed.mu.Unlock()
+		for ; seen < len(notes); seen++ {
+			if match(notes[seen]) {
+				return notes[seen].params
+			}
+		}
+		select {
+		case <-ed.wake:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			ed.t.Fatalf("timed out waiting for %s; notifications:\n%s", what, ed.dump())
+		}
+	}
+}
+
+func (ed *fakeEditor) dump() string {
+	ed.mu.Lock()
+	defer ed.mu.Unlock()
+	var b strings.Builder
+	for _, n := range ed.notes {
+		fmt.Fprintf(&b, "  %s %s\n", n.method, n.params)
+	}
+	return b.String()
+}
+
+func (ed *fakeEditor) review() rpc.ReviewRequestedParams {
+	ed.t.Helper()
+	var r rpc.ReviewRequestedParams
+	json.Unmarshal(ed.waitFor("review/requested", func(n note) bool { return n.method == rpc.MethodReviewRequested }), &r)
+	return r
+}
+
+func (ed *fakeEditor) turnEnd() rpc.Update {
+	ed.t.Helper()
+	var u rpc.SessionUpdateParams
+	json.Unmarshal(ed.waitFor("turn end", func(n note) bool {
+		return n.method == rpc.MethodSessionUpdate && (strings.Contains(string(n.params), `"turnCompleted"`) || strings.Contains(string(n.params), `"turnFailed"`))
+	}), &u)
+	return u.Update
+}
+
+func (ed *fakeEditor) newSession() string {
+	ed.t.Helper()
+	var res rpc.SessionNewResult
+	ed.mustCall(rpc.MethodSessionNew, rpc.SessionNewParams{}, &res)
+	return res.Session.SessionID
+}
+
+func (ed *fakeEditor) prompt(session, text string) string {
+	ed.t.Helper()
+	var res rpc.SessionPromptResult
+	ed.mustCall(rpc.MethodSessionPrompt, rpc.SessionPromptParams{SessionID: session, Text: text}, &res)
+	return res.TurnID
+}
+
+// applyLSPEdits applies non-overlapping edits (UTF-16 columns; the tests use ASCII) in reverse.
+func applyLSPEdits(t *testing.T, text string, edits []protocol.TextEdit) string {
+	for i := len(edits) - 1; i >= 0; i-- {
+		e := edits[i]
+		start, err := offsetOf(text, e.Range.Start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := offsetOf(text, e.Range.End)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = text[:start] + e.NewText + text[end:]
+	}
+	return text
+}
+
+// lastToolResult returns the content of the last tool message the model received.
+func (e *testEnv) lastToolResult() string {
+	e.t.Helper()
+	chats := e.ollama.Chats()
+	for i := len(chats) - 1; i >= 0; i-- {
+		msgs := chats[i].Request.Messages
+		for j := len(msgs) - 1; j >= 0; j-- {
+			if msgs[j].Role == "tool" {
+				return msgs[j].Content
+			}
+		}
+	}
+	e.t.Fatal("the model never received a tool result")
+	return ""
+}
+
+const cartGo = `package shop
+
+func Total(c *Cart) int {
+	total := c.Sum()
+	total -= c.Discount
+	total -= c.Discount
+	return total
+}
+
+func Label(c *Cart) string {
+	return "cart"
+}
+`
+
+// editTwoHunks scripts: read cart.go, then an edit making two distant hunks, then an answer.
+func (e *testEnv) editTwoHunks() {
+	e.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"cart.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"cart.go","edits":[`+
+			`{"old_string":"\ttotal -= c.Discount\n\ttotal -= c.Discount\n","new_string":"\ttotal -= c.Discount\n"},`+
+			`{"old_string":"return \"cart\"","new_string":"return \"basket\""}]}`)),
+		ollamatest.Text("Done."),
+	)
+}
+
+func TestAcceptOneHunkOfAClosedFile(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.editTwoHunks()
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "fix the double discount")
+	r := ed.review()
+	if r.Kind != "edit" || r.File == nil || len(r.File.Hunks) != 2 || r.File.Path != "cart.go" {
+		t.Fatalf("review = %+v", r)
+	}
+	var res rpc.ReviewDecideResult
+	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID,
+		"decision": map[string]any{"type": "accept", "hunks": []string{r.File.Hunks[0].ID}}}, &res)
+	if res.Outcome != "accepted" {
+		t.Errorf("outcome = %+v", res)
+	}
+	if end := ed.turnEnd(); end.Type != rpc.UpdateTurnCompleted || end.Reason != "done" {
+		t.Fatalf("turn end = %+v", end)
+	}
+	got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go"))
+	want := strings.Replace(cartGo, "\ttotal -= c.Discount\n\ttotal -= c.Discount\n", "\ttotal -= c.Discount\n", 1)
+	if string(got) != want {
+		t.Errorf("disk =\n%s\nwant only the first hunk:\n%s", got, want)
+	}
+	tr := env.lastToolResult()
+	if !strings.Contains(tr, r.File.Hunks[0].ID) || !strings.Contains(tr, r.File.Hunks[1].ID) || !strings.Contains(strings.ToLower(tr), "reject") {
+		t.Errorf("the model was not told which hunks were applied and rejected:\n%s", tr)
+	}
+	ed.waitFor("review/resolved", func(n note) bool { return n.method == rpc.MethodReviewResolved })
+}
+
+func TestAcceptedHunkOfAnOpenDocumentGoesThroughApplyEdit(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.editTwoHunks()
+	ed := env.editor(true)
+	uri := ed.open("cart.go", cartGo)
+	s := ed.newSession()
+	ed.prompt(s, "fix it")
+	r := ed.review()
+	if r.File.URI != uri || r.File.Version != 1 {
+		t.Errorf("review names %s v%d, want the open document %s v1", r.File.URI, r.File.Version, uri)
+	}
+	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID,
+		"decision": map[string]any{"type": "accept", "hunks": []string{r.File.Hunks[1].ID}}}, nil)
+	if end := ed.turnEnd(); end.Reason != "done" {
+		t.Fatalf("turn end = %+v", end)
+	}
+	ed.mu.Lock()
+	applied, saves, buffer := ed.applied, ed.saves, ed.docs[uri].text
+	ed.mu.Unlock()
+	if len(applied) != 1 || len(applied[0].Edit.DocumentChanges) != 1 {
+		t.Fatalf("applyEdit calls = %+v", applied)
+	}
+	edits := applied[0].Edit.DocumentChanges[0].Edits
+	if len(edits) != 1 || !strings.Contains(edits[0].NewText, "basket") {
+		t.Errorf("applyEdit carried %+v, want exactly the accepted hunk", edits)
+	}
+	want := strings.Replace(cartGo, `return "cart"`, `return "basket"`, 1)
+	if buffer != want {
+		t.Errorf("buffer =\n%s", buffer)
+	}
+	if len(saves) != 1 {
+		t.Errorf("document/save calls = %v, want one (the buffer was clean)", saves)
+	}
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != want {
+		t.Errorf("disk =\n%s", got)
+	}
+}
+
+func TestEditOfADirtyBufferKeepsTheUsersTextAndTheDisk(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	dirty := strings.Replace(cartGo, "func Label", "// unsaved note by the user\nfunc Label", 1)
+	env.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"cart.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"cart.go","old_string":"return \"cart\"","new_string":"return \"basket\""}`)),
+		ollamatest.Text("Done."),
+	)
+	ed := env.editor(true)
+	uri := ed.open("cart.go", dirty)
+	s := ed.newSession()
+	ed.prompt(s, "rename")
+	r := ed.review()
+	ed.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: r.ReviewID, Decision: rpc.Decision{Type: "accept"}}, nil)
+	ed.turnEnd()
+	// The read saw the unsaved text.
+	chats := env.ollama.Chats()
+	var readResult string
+	for _, m := range chats[1].Request.Messages {
+		if m.Role == "tool" {
+			readResult = m.Content
+		}
+	}
+	if !strings.Contains(readResult, "unsaved note by the user") {
+		t.Errorf("read did not see the editor's unsaved text:\n%s", readResult)
+	}
+	ed.mu.Lock()
+	buffer, saves := ed.docs[uri].text, ed.saves
+	ed.mu.Unlock()
+	if want := strings.Replace(dirty, `return "cart"`, `return "basket"`, 1); buffer != want {
+		t.Errorf("buffer =\n%s", buffer)
+	}
+	if len(saves) != 0 {
+		t.Error("a buffer with unsaved changes was saved by agentd")
+	}
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
+		t.Error("the disk changed under a dirty buffer")
+	}
+	if tr := env.lastToolResult(); !strings.Contains(tr, "unsaved changes") {
+		t.Errorf("the model was not told the change is only in the buffer:\n%s", tr)
+	}
+}
+
+func TestRejectWithAReason(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.editTwoHunks()
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "fix it")
+	r := ed.review()
+	var res rpc.ReviewDecideResult
+	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID,
+		"decision": map[string]any{"type": "reject", "reason": "keep the label as it is"}}, &res)
+	if res.Outcome != "rejected" {
+		t.Errorf("outcome = %s", res.Outcome)
+	}
+	ed.turnEnd()
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
+		t.Error("a rejected edit changed the file")
+	}
+	if tr := env.lastToolResult(); !strings.Contains(tr, "keep the label as it is") || !strings.Contains(tr, "rejected_by_user") {
+		t.Errorf("the model did not get the reason:\n%s", tr)
+	}
+}
+
+func TestNoReviewingEditorFailsClosed(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.editTwoHunks()
+	ed := env.editor(false) // cannot review
+	s := ed.newSession()
+	ed.prompt(s, "fix it")
+	ed.turnEnd()
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
+		t.Error("an edit was applied with no editor able to review it")
+	}
+	if tr := env.lastToolResult(); !strings.Contains(tr, "no editor that can review") {
+		t.Errorf("the model was not told why:\n%s", tr)
+	}
+	ed.mu.Lock()
+	defer ed.mu.Unlock()
+	for _, n := range ed.notes {
+		if n.method == rpc.MethodReviewRequested {
+			t.Error("a review was sent to an editor without review support")
+		}
+	}
+}
+
+func TestDisconnectDuringAReviewRejectsAndTheSessionResumes(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.editTwoHunks()
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "fix it")
+	ed.review()
+	ed.conn.Close() // the editor vanishes mid-review
+	// The turn goes on without the edit; the daemon keeps serving.
+	ed2 := env.editor(true)
+	var att rpc.SessionAttachResult
+	ed2.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	deadline := time.Now().Add(20 * time.Second)
+	for env.srv.Busy() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
+		t.Error("the file changed after the reviewing editor disconnected")
+	}
+	if tr := env.lastToolResult(); !strings.Contains(tr, "disconnected") {
+		t.Errorf("the model was not told the editor disconnected:\n%s", tr)
+	}
+	ed2.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	if len(att.History) < 3 || att.History[0].Type != "user" || att.History[0].Text != "fix it" {
+		t.Errorf("resumed history = %+v", att.History)
+	}
+	env.ollama.Enqueue(ollamatest.Text("Still here."))
+	ed2.prompt(s, "are you there?")
+	if end := ed2.turnEnd(); end.Reason != "done" {
+		t.Errorf("turn end after resuming = %+v", end)
+	}
+}
+
+func TestTwoEditorsFirstDecisionWins(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.editTwoHunks()
+	a := env.editor(true)
+	b := env.editor(true)
+	s := a.newSession()
+	b.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, nil)
+	a.prompt(s, "fix it")
+	ra, rb := a.review(), b.review()
+	if ra.ReviewID != rb.ReviewID {
+		t.Fatalf("editors got different reviews: %s / %s", ra.ReviewID, rb.ReviewID)
+	}
+	b.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: rb.ReviewID, Decision: rpc.Decision{Type: "reject"}}, nil)
+	err := a.call(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: ra.ReviewID, Decision: rpc.Decision{Type: "accept"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "already resolved") {
+		t.Errorf("second decision: %v, want 'already resolved'", err)
+	}
+	for _, ed := range []*fakeEditor{a, b} {
+		var rr rpc.ReviewResolvedParams
+		json.Unmarshal(ed.waitFor("resolved", func(n note) bool { return n.method == rpc.MethodReviewResolved }), &rr)
+		if rr.Outcome != "rejected" || rr.By != "editor" {
+			t.Errorf("resolved = %+v", rr)
+		}
+	}
+	a.turnEnd()
+	b.turnEnd()
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
+		t.Error("the losing accept was applied")
+	}
+}
+
+func TestCancelMidTurn(t *testing.T) {
+	env := newEnv(t, nil)
+	env.ollama.Enqueue(ollamatest.Reply{Text: "thinking very slowly", Hang: true})
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "hello")
+	ed.waitFor("text", func(n note) bool { return strings.Contains(string(n.params), `"textDelta"`) })
+	var res rpc.SessionCancelResult
+	ed.mustCall(rpc.MethodSessionCancel, rpc.SessionCancelParams{SessionID: s}, &res)
+	if !res.Cancelled {
+		t.Error("cancel said no turn was running")
+	}
+	if end := ed.turnEnd(); end.Reason != "cancelled" {
+		t.Errorf("turn end = %+v", end)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	env := newEnv(t, nil)
+	ed := env.editor(true)
+	cases := []struct {
+		method string
+		params any
+		want   string
+	}{
+		{rpc.MethodSessionPrompt, map[string]any{"sessionId": "s-nope", "text": "hi"}, "not attached"},
+		{rpc.MethodSessionAttach, map[string]any{"sessionId": "s-nope"}, "s-nope"},
+		{rpc.MethodReviewDecide, map[string]any{"reviewId": "r-999", "decision": map[string]any{"type": "accept"}}, "unknown review"},
+		{rpc.MethodReviewDecide, map[string]any{"reviewId": "r-1", "decision": map[string]any{"type": "accept", "extra": 1}}, "invalid"},
+		{rpc.MethodSessionNew, map[string]any{"workspaceFolder": "file:///etc"}, "not inside a workspace folder"},
+		{rpc.MethodSessionNew, map[string]any{"workspaceFolder": "untitled:Untitled-1"}, "file: URI"},
+		{rpc.MethodSessionNew, map[string]any{"approvalMode": "reckless"}, "mode"},
+		{"session/explode", map[string]any{}, "not found"},
+	}
+	for _, c := range cases {
+		err := ed.call(c.method, c.params, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: error %v, want %q", c.method, c.params, err, c.want)
+		}
+	}
+	// Documents outside the workspace and untitled ones never enter the overlay.
+	ed.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{
+		"textDocument": map[string]any{"uri": "file:///etc/passwd", "languageId": "x", "version": 1, "text": "x"}})
+	ed.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{
+		"textDocument": map[string]any{"uri": "untitled:Untitled-1", "languageId": "x", "version": 1, "text": "x"}})
+	ed.mustCall(rpc.MethodSessionList, map[string]any{}, nil) // a round trip: the notifications were handled
+	if open := env.srv.rt.overlay.Open(); len(open) != 0 {
+		t.Errorf("overlay holds %v", open)
+	}
+}

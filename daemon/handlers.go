@@ -1,0 +1,360 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/rpc"
+)
+
+// attachedSession finds a session this connection is attached to.
+func (c *client) attachedSession(id string) (*liveSession, error) {
+	c.mu.Lock()
+	ls := c.attached[id]
+	c.mu.Unlock()
+	if ls == nil {
+		return nil, rpc.Errorf(rpc.CodeUnknownSession, "not attached to session %q (session/new or session/attach first)", id)
+	}
+	return ls, nil
+}
+
+func (c *client) sessionNew(ctx context.Context, params []byte) (any, error) {
+	var p rpc.SessionNewParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	folders, init := append([]string(nil), c.folders...), c.init
+	c.mu.Unlock()
+	root := ""
+	switch {
+	case p.WorkspaceFolder != "":
+		dir, ok := fileURIPath(p.WorkspaceFolder)
+		if !ok {
+			return nil, rpc.Errorf(rpc.CodeWorkspace, "workspaceFolder must be a file: URI, got %q", p.WorkspaceFolder)
+		}
+		for _, f := range folders {
+			if within(f, canonical(dir)) {
+				root = canonical(dir)
+			}
+		}
+		if root == "" {
+			return nil, rpc.Errorf(rpc.CodeWorkspace, "%s is not inside a workspace folder of this connection", p.WorkspaceFolder)
+		}
+	case len(folders) > 0:
+		root = folders[0]
+	default:
+		return nil, rpc.Errorf(rpc.CodeWorkspace, "no workspace folder: open a folder in the editor first")
+	}
+	model, mode := p.Model, p.ApprovalMode
+	if model == "" {
+		model = init.Model
+	}
+	if mode == "" {
+		mode = init.ApprovalMode
+	}
+	if mode != "" {
+		if _, err := policy.ParseMode(mode); err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%v", err)
+		}
+	}
+	h, err := c.srv.rt.Open(SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Writer: editorWriter{c.srv}})
+	if err != nil {
+		return nil, fmt.Errorf("creating the session: %w", err)
+	}
+	ls := c.srv.newLive(h)
+	ls.attach(c)
+	return rpc.SessionNewResult{Session: ls.info()}, nil
+}
+
+func (c *client) sessionList(params []byte) (any, error) {
+	var p rpc.SessionListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	filter := ""
+	if p.WorkspaceFolder != "" {
+		dir, ok := fileURIPath(p.WorkspaceFolder)
+		if !ok {
+			return nil, rpc.Errorf(rpc.CodeWorkspace, "workspaceFolder must be a file: URI")
+		}
+		filter = canonical(dir)
+	}
+	stored, err := c.srv.rt.store.List()
+	if err != nil {
+		return nil, err
+	}
+	out := []rpc.SessionInfo{}
+	seen := map[string]bool{}
+	c.srv.mu.Lock()
+	live := make([]*liveSession, 0, len(c.srv.sessions))
+	for _, ls := range c.srv.sessions {
+		live = append(live, ls)
+	}
+	c.srv.mu.Unlock()
+	for _, ls := range live {
+		if filter == "" || ls.h.Workspace() == filter {
+			out = append(out, ls.info())
+			seen[ls.h.ID()] = true
+		}
+	}
+	for _, s := range stored {
+		if seen[s.ID] || (filter != "" && s.Workspace != filter) {
+			continue
+		}
+		out = append(out, rpc.SessionInfo{SessionID: s.ID, Title: titleOr(s.Title, s.LastPrompt), WorkspaceFolder: fileURI(s.Workspace),
+			Model: s.Model, ApprovalMode: s.Mode, CreatedAt: s.Created.UTC().Format(time.RFC3339),
+			UpdatedAt: s.Updated.UTC().Format(time.RFC3339), Turns: s.Turns})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt > out[j].UpdatedAt })
+	return rpc.SessionListResult{Sessions: out}, nil
+}
+
+func titleOr(title, prompt string) string {
+	if title != "" {
+		return title
+	}
+	if len(prompt) > 60 {
+		prompt = prompt[:60] + "…"
+	}
+	return strings.ReplaceAll(prompt, "\n", " ")
+}
+
+func (c *client) sessionAttach(params []byte) (any, error) {
+	var p rpc.SessionAttachParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.srv.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	ls.attach(c)
+	return rpc.SessionAttachResult{Session: ls.info(), History: ls.history(), PendingReviews: ls.pendingReviews()}, nil
+}
+
+func (c *client) sessionDetach(params []byte) (any, error) {
+	var p rpc.SessionDetachParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	delete(c.attached, p.SessionID)
+	c.mu.Unlock()
+	ls.detach(c)
+	return rpc.SessionDetachResult{}, nil
+}
+
+func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) {
+	var p rpc.SessionPromptParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.Text) == "" {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "the prompt is empty")
+	}
+	sess, err := ls.ensureStarted(ctx)
+	if err != nil {
+		return nil, modelFailure(err)
+	}
+	id, err := sess.Prompt(withContext(p.Text, p.Context, ls.h.Workspace()))
+	if errors.Is(err, agent.ErrTurnRunning) {
+		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is already running in this session: use session/steer or session/cancel")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rpc.SessionPromptResult{TurnID: id}, nil
+}
+
+// withContext appends editor context (a selection, the active file) to a prompt.
+func withContext(text string, items []rpc.ContextItem, root string) string {
+	if len(items) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	for _, it := range items {
+		path := it.URI
+		if p, ok := fileURIPath(it.URI); ok {
+			if within(root, p) {
+				path = strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+			}
+		}
+		b.WriteString("\n\n")
+		if it.Range != nil {
+			fmt.Fprintf(&b, "Selected in %s, lines %d–%d:\n", path, it.Range.Start.Line+1, it.Range.End.Line+1)
+		} else {
+			fmt.Fprintf(&b, "The user is looking at %s.\n", path)
+		}
+		if it.Text != "" {
+			b.WriteString("```\n" + it.Text + "\n```")
+		}
+	}
+	return b.String()
+}
+
+// modelFailure turns a model error into a JSON-RPC error whose message carries the fix.
+func modelFailure(err error) error {
+	var me *agent.ModelError
+	if errors.As(err, &me) {
+		msg := me.Message
+		if me.Fix != "" {
+			msg += " — " + me.Fix
+		}
+		return rpc.Errorf(-32001, "%s", msg)
+	}
+	return err
+}
+
+func (c *client) sessionSteer(ctx context.Context, params []byte) (any, error) {
+	var p rpc.SessionSteerParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := ls.ensureStarted(ctx)
+	if err != nil {
+		return nil, modelFailure(err)
+	}
+	id, err := sess.Steer(p.Text)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.SessionSteerResult{TurnID: id}, nil
+}
+
+func (c *client) sessionCancel(params []byte) (any, error) {
+	var p rpc.SessionCancelParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.SessionCancelResult{Cancelled: ls.cancel()}, nil
+}
+
+func (c *client) sessionRevert(params []byte) (any, error) {
+	var p rpc.SessionRevertParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if ls.running() != "" {
+		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is running: cancel it before reverting")
+	}
+	turn, res, err := ls.h.Revert(p.TurnID)
+	if err != nil {
+		return nil, err
+	}
+	out := rpc.SessionRevertResult{TurnID: turn, Restored: res.Restored, Skipped: []rpc.RevertSkip{}}
+	if out.Restored == nil {
+		out.Restored = []string{}
+	}
+	for _, s := range res.Skipped {
+		out.Skipped = append(out.Skipped, rpc.RevertSkip{Path: s.Path, Reason: s.Reason})
+	}
+	return out, nil
+}
+
+func (c *client) sessionSetMode(params []byte) (any, error) {
+	var p rpc.SessionSetModeParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if err := ls.h.SetMode(p.ApprovalMode); err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%v", err)
+	}
+	return rpc.SessionSetModeResult{ApprovalMode: ls.h.Settings.ApprovalMode}, nil
+}
+
+func (c *client) modelList(ctx context.Context) (any, error) {
+	c.mu.Lock()
+	model := c.init.Model
+	c.mu.Unlock()
+	if model == "" {
+		model = c.srv.rt.opts.Model
+	}
+	mc, err := c.srv.rt.opts.Models(c.srv.rt.opts.OllamaHost, model)
+	if err != nil {
+		return nil, err
+	}
+	models, err := mc.ListModels(ctx)
+	if err != nil {
+		return nil, modelFailure(err)
+	}
+	out := rpc.ModelListResult{Models: []rpc.ModelInfo{}, Default: model}
+	for _, m := range models {
+		out.Models = append(out.Models, rpc.ModelInfo{Name: m.Name, SizeBytes: m.Size, ParameterSize: m.ParameterSize})
+	}
+	return out, nil
+}
+
+func (c *client) grantList(params []byte) (any, error) {
+	var p rpc.GrantListParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := rpc.GrantListResult{Grants: []rpc.Grant{}}
+	for _, g := range ls.h.Policy.Grants().List() {
+		out.Grants = append(out.Grants, rpc.Grant{ID: g.ID, Scope: ls.scopeOf(g)})
+	}
+	return out, nil
+}
+
+func (c *client) grantRevoke(params []byte) (any, error) {
+	var p rpc.GrantRevokeParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.GrantRevokeResult{Revoked: ls.h.Policy.Grants().Revoke(p.GrantID)}, nil
+}
+
+func (c *client) daemonStatus(ctx context.Context) (any, error) {
+	rt := c.srv.rt
+	status := "ok"
+	mc, err := rt.opts.Models(rt.opts.OllamaHost, rt.opts.Model)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = mc.Version(ctx)
+		cancel()
+	}
+	if err != nil {
+		status = modelFailure(err).Error()
+	}
+	return rpc.DaemonStatusResult{Version: rt.opts.Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: status}, nil
+}

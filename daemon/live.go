@@ -1,0 +1,516 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/rpc"
+	"github.com/agentd/agentd/tools"
+)
+
+// liveSession is a loaded session: its harness, its agent loop (started at the first prompt, so
+// a stored session can be attached and read while the model server is down), the editors
+// attached to it, and its pending reviews.
+type liveSession struct {
+	srv *Server
+	h   *Harness
+
+	mu      sync.Mutex
+	agent   *agent.Session
+	gate    *gate
+	clients map[*client]bool
+	pending map[string]*review
+	calls   map[string]*rpc.ToolCallInfo // tool calls of the running turn, by call ID
+	turn    string
+	token   string // work-done progress token of the running turn
+	updated time.Time
+}
+
+func (s *Server) newLive(h *Harness) *liveSession {
+	ls := &liveSession{srv: s, h: h, clients: map[*client]bool{}, pending: map[string]*review{},
+		calls: map[string]*rpc.ToolCallInfo{}, updated: time.Now()}
+	s.mu.Lock()
+	s.sessions[h.ID()] = ls
+	s.mu.Unlock()
+	return ls
+}
+
+// session finds a live session, loading a stored one.
+func (s *Server) session(id string) (*liveSession, error) {
+	s.mu.Lock()
+	ls := s.sessions[id]
+	s.mu.Unlock()
+	if ls != nil {
+		return ls, nil
+	}
+	if id == "" {
+		return nil, rpc.Errorf(rpc.CodeUnknownSession, "sessionId is required")
+	}
+	h, err := s.rt.Open(SessionSpec{ID: id, Writer: editorWriter{s}})
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeUnknownSession, "session %s: %v", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if other := s.sessions[id]; other != nil { // loaded concurrently
+		h.Close()
+		return other, nil
+	}
+	ls = &liveSession{srv: s, h: h, clients: map[*client]bool{}, pending: map[string]*review{},
+		calls: map[string]*rpc.ToolCallInfo{}, updated: time.Now()}
+	s.sessions[id] = ls
+	return ls, nil
+}
+
+func (ls *liveSession) attach(c *client) {
+	ls.mu.Lock()
+	ls.clients[c] = true
+	ls.mu.Unlock()
+	c.mu.Lock()
+	c.attached[ls.h.ID()] = ls
+	c.mu.Unlock()
+}
+
+// detach removes an editor. Reviews nobody attached can answer any more are rejected: fail closed.
+func (ls *liveSession) detach(c *client) {
+	ls.mu.Lock()
+	delete(ls.clients, c)
+	reviewers := 0
+	for other := range ls.clients {
+		if other.reviews() {
+			reviewers++
+		}
+	}
+	var orphaned []*review
+	if reviewers == 0 {
+		for _, r := range ls.pending {
+			orphaned = append(orphaned, r)
+		}
+	}
+	ls.mu.Unlock()
+	for _, r := range orphaned {
+		r.settle(Answer{Decision: AnswerReject, By: "disconnect",
+			Reason: "the editor that was reviewing this change disconnected; nothing was changed"}, "rejected", "disconnect")
+	}
+}
+
+func (ls *liveSession) attachedCount() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return len(ls.clients)
+}
+
+func (ls *liveSession) clientsSnapshot() []*client {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := make([]*client, 0, len(ls.clients))
+	for c := range ls.clients {
+		out = append(out, c)
+	}
+	return out
+}
+
+// ensureStarted starts the agent loop at the first prompt.
+func (ls *liveSession) ensureStarted(ctx context.Context) (*agent.Session, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.agent != nil {
+		return ls.agent, nil
+	}
+	g := &editorAsker{ls: ls}
+	sess, err := ls.h.Start(ctx, g, ls.sink)
+	if err != nil {
+		return nil, err
+	}
+	ls.agent = sess
+	return sess, nil
+}
+
+func (ls *liveSession) cancel() bool {
+	ls.mu.Lock()
+	a := ls.agent
+	ls.mu.Unlock()
+	return a != nil && a.Cancel()
+}
+
+func (ls *liveSession) running() string {
+	ls.mu.Lock()
+	a := ls.agent
+	ls.mu.Unlock()
+	if a == nil {
+		return ""
+	}
+	return a.Running()
+}
+
+func (ls *liveSession) progressToken() string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.token
+}
+
+func (ls *liveSession) close() {
+	ls.mu.Lock()
+	a := ls.agent
+	ls.mu.Unlock()
+	if a != nil {
+		a.Close()
+	}
+	ls.h.Close()
+}
+
+// info describes the session for the wire.
+func (ls *liveSession) info() rpc.SessionInfo {
+	h := ls.h
+	ls.mu.Lock()
+	updated := ls.updated
+	turns := len(h.Replayed.Turns)
+	if ls.agent != nil {
+		turns = ls.turnCount()
+	}
+	ls.mu.Unlock()
+	return rpc.SessionInfo{
+		SessionID: h.ID(), Title: h.Title, WorkspaceFolder: fileURI(h.Workspace()), Model: h.Settings.Model,
+		ApprovalMode: h.Settings.ApprovalMode, ContextLength: h.Settings.NumCtx,
+		CreatedAt: h.Settings.Created.UTC().Format(time.RFC3339), UpdatedAt: updated.UTC().Format(time.RFC3339),
+		Turns: turns, Running: ls.running() != "", Attached: ls.attachedCount(),
+	}
+}
+
+// turnCount is the number of turns started (replayed ones plus those of this run). ls.mu held.
+func (ls *liveSession) turnCount() int {
+	n := len(ls.h.Replayed.Turns)
+	if ls.turn != "" {
+		if k, err := strconv.Atoi(ls.turn[1:]); err == nil && k > n {
+			n = k
+		}
+	}
+	return n
+}
+
+// history renders the conversation for an attaching editor.
+func (ls *liveSession) history() []rpc.HistoryItem {
+	ls.mu.Lock()
+	a := ls.agent
+	ls.mu.Unlock()
+	msgs := ls.h.Replayed.History
+	if a != nil {
+		msgs = a.History()
+	}
+	var out []rpc.HistoryItem
+	results := map[string]agent.Message{}
+	for _, m := range msgs {
+		if m.Role == agent.RoleTool {
+			results[m.ToolCallID] = m
+		}
+	}
+	turn := 0
+	for _, m := range msgs {
+		switch m.Role {
+		case agent.RoleUser:
+			turn++
+			out = append(out, rpc.HistoryItem{Type: "user", TurnID: "t" + strconv.Itoa(turn), Text: m.Content})
+		case agent.RoleAssistant:
+			if m.Content != "" || m.Thinking != "" {
+				out = append(out, rpc.HistoryItem{Type: "assistant", TurnID: "t" + strconv.Itoa(turn), Text: m.Content, Thinking: m.Thinking})
+			}
+			for _, call := range m.ToolCalls {
+				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: "completed", Arguments: call.Arguments}
+				if r, ok := results[call.ID]; ok {
+					info.Result = &rpc.ResultInfo{Type: "ok", Text: r.Content}
+					if len(r.Content) > 6 && r.Content[:6] == "Error " {
+						info.Result.Type, info.Result.IsError, info.Status = "error", true, "failed"
+					}
+				}
+				out = append(out, rpc.HistoryItem{Type: "tool", TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
+			}
+		}
+	}
+	return out
+}
+
+// sink converts agent events to session/update notifications for every attached editor.
+func (ls *liveSession) sink(e agent.Event) {
+	for _, u := range ls.updates(e) {
+		ls.broadcast(u)
+	}
+}
+
+func (ls *liveSession) broadcast(u rpc.SessionUpdateParams) {
+	u.SessionID = ls.h.ID()
+	for _, c := range ls.clientsSnapshot() {
+		c.out.push(u)
+	}
+}
+
+// updates maps one event to wire updates.
+func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.updated = time.Now()
+	up := func(turn string, u rpc.Update) rpc.SessionUpdateParams {
+		return rpc.SessionUpdateParams{TurnID: turn, Update: u}
+	}
+	switch e := e.(type) {
+	case agent.TurnStart:
+		ls.turn, ls.calls = e.TurnID, map[string]*rpc.ToolCallInfo{}
+		ls.token = "agentd/" + ls.h.ID() + "/" + e.TurnID
+		go ls.progress("begin", "Thinking…")
+		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnStarted}),
+			up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Prompt})}
+	case agent.UserMessage:
+		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Text})}
+	case agent.MessageDelta:
+		var out []rpc.SessionUpdateParams
+		if e.Thinking != "" {
+			out = append(out, up(e.TurnID, rpc.Update{Type: rpc.UpdateThinkingDelta, Text: e.Thinking}))
+		}
+		if e.Text != "" {
+			out = append(out, up(e.TurnID, rpc.Update{Type: rpc.UpdateTextDelta, Text: e.Text}))
+		}
+		return out
+	case agent.MessageEnd:
+		if e.DoneReason == "error" {
+			return nil
+		}
+		u := e.Usage
+		pct := 0
+		if ls.h.Settings.NumCtx > 0 {
+			pct = (u.PromptTokens + u.OutputTokens) * 100 / ls.h.Settings.NumCtx
+		}
+		return []rpc.SessionUpdateParams{
+			up(e.TurnID, rpc.Update{Type: rpc.UpdateMessageCompleted, Text: e.Message.Content, Thinking: e.Message.Thinking}),
+			up(e.TurnID, rpc.Update{Type: rpc.UpdateUsage, Usage: &rpc.UsageInfo{PromptTokens: u.PromptTokens, OutputTokens: u.OutputTokens,
+				PromptMs: u.PromptDuration.Milliseconds(), OutputMs: u.OutputDuration.Milliseconds(), LoadMs: u.LoadDuration.Milliseconds(),
+				ContextLength: ls.h.Settings.NumCtx, ContextPercent: pct}}),
+		}
+	case agent.ToolStart:
+		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: "pending", Arguments: validJSON(e.Args)}
+		ls.calls[e.CallID] = info
+		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallStarted, ToolCall: cloneCall(info)})}
+	case agent.ToolUpdate:
+		info := ls.calls[e.CallID]
+		if info == nil {
+			return nil
+		}
+		switch {
+		case e.Preview != nil:
+			info.Preview = previewInfo(e.Preview)
+		case e.Progress != nil:
+			info.Status, info.Progress = "running", e.Progress.Text
+		case e.Activity != "":
+			info.Status, info.Activity = "running", e.Activity
+			go ls.progress("report", e.Activity)
+		}
+		out := cloneCall(info)
+		info.Progress = "" // progress chunks are deltas, sent once
+		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallUpdated, ToolCall: out})}
+	case agent.ToolEnd:
+		info := ls.calls[e.CallID]
+		if info == nil {
+			info = &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool}
+		}
+		delete(ls.calls, e.CallID)
+		info.Status, info.Progress = "completed", ""
+		if e.Result.IsError {
+			info.Status = "failed"
+		}
+		info.Result = resultInfo(e.Result)
+		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallCompleted, ToolCall: info})}
+	case agent.Compacted:
+		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateCompaction,
+			Compaction: &rpc.CompactionInfo{TokensBefore: e.Before, TokensAfter: e.After, Summary: e.Summary}})}
+	case agent.TurnEnd:
+		go ls.progress("end", "")
+		if e.Err != nil {
+			return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnFailed, Reason: "error", Error: errorInfo(e.Err)})}
+		}
+		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnCompleted, Reason: e.Reason})}
+	}
+	return nil
+}
+
+// setStatus records a tool call's status change (awaiting approval) and tells the editors.
+func (ls *liveSession) setStatus(callID, status string) {
+	ls.mu.Lock()
+	info := ls.calls[callID]
+	var u rpc.SessionUpdateParams
+	if info != nil {
+		info.Status = status
+		u = rpc.SessionUpdateParams{TurnID: ls.turn, Update: rpc.Update{Type: rpc.UpdateToolCallUpdated, ToolCall: cloneCall(info)}}
+	}
+	ls.mu.Unlock()
+	if info != nil {
+		ls.broadcast(u)
+	}
+}
+
+// progress reports the running turn as LSP work-done progress to each attached editor.
+func (ls *liveSession) progress(kind, message string) {
+	token := ls.progressToken()
+	for _, c := range ls.clientsSnapshot() {
+		ctx, cancel := context.WithTimeout(c.conn.Context(), 5*time.Second)
+		if kind == "begin" {
+			if err := c.conn.Call(ctx, "window/workDoneProgress/create", map[string]any{"token": token}, nil); err != nil {
+				cancel()
+				continue
+			}
+		}
+		value := map[string]any{"kind": kind}
+		switch kind {
+		case "begin":
+			value["title"], value["cancellable"], value["message"] = "agentd", true, message
+		case "report":
+			value["message"] = message
+		}
+		c.out.pushRaw("$/progress", map[string]any{"token": token, "value": value})
+		cancel()
+	}
+}
+
+func cloneCall(c *rpc.ToolCallInfo) *rpc.ToolCallInfo {
+	cp := *c
+	return &cp
+}
+
+func validJSON(b json.RawMessage) json.RawMessage {
+	if json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b)) // the model's broken arguments, shown as a string
+	return s
+}
+
+func previewInfo(p *tools.Preview) *rpc.PreviewInfo {
+	out := &rpc.PreviewInfo{Summary: p.Summary}
+	if p.Diff != nil {
+		out.UnifiedDiff = p.Diff.Unified(3)
+	}
+	if c := p.Command; c != nil {
+		out.Command = &rpc.CommandPreview{Argv: c.Argv, Cwd: c.Cwd, TimeoutMs: c.TimeoutMS, Sandbox: c.Sandbox, Network: c.Network}
+	}
+	return out
+}
+
+func resultInfo(r tools.Result) *rpc.ResultInfo {
+	out := &rpc.ResultInfo{Type: string(r.Type), IsError: r.IsError, Text: r.Text(), ElapsedMs: r.Elapsed.Milliseconds(), Truncated: r.Meta.Truncated}
+	if r.Details != nil {
+		if b, err := json.Marshal(r.Details); err == nil && string(b) != "null" {
+			out.Details = b
+		}
+	}
+	return out
+}
+
+func errorInfo(err error) *rpc.ErrorInfo {
+	var me *agent.ModelError
+	if errors.As(err, &me) {
+		return &rpc.ErrorInfo{Kind: string(me.Kind), Message: me.Message, Fix: me.Fix}
+	}
+	return &rpc.ErrorInfo{Kind: "error", Message: err.Error()}
+}
+
+// outbox queues a client's notifications so a slow editor never blocks a session. Consecutive
+// text or thinking deltas of one turn are merged while they wait (coalescing under pressure);
+// every other update is delivered, in order. Seq is assigned when an update is sent.
+type outbox struct {
+	c      *client
+	mu     sync.Mutex
+	items  []outItem
+	wake   chan struct{}
+	closed bool
+	seq    map[string]int64
+}
+
+type outItem struct {
+	method string
+	params any
+	update *rpc.SessionUpdateParams
+}
+
+func newOutbox(c *client) *outbox {
+	o := &outbox{c: c, wake: make(chan struct{}, 1), seq: map[string]int64{}}
+	go o.run()
+	return o
+}
+
+func (o *outbox) push(u rpc.SessionUpdateParams) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	if isDelta(u.Update.Type) && len(o.items) > 0 {
+		if last := o.items[len(o.items)-1].update; last != nil && last.Update.Type == u.Update.Type &&
+			last.SessionID == u.SessionID && last.TurnID == u.TurnID {
+			last.Update.Text += u.Update.Text
+			o.mu.Unlock()
+			return
+		}
+	}
+	o.items = append(o.items, outItem{method: rpc.MethodSessionUpdate, update: &u})
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *outbox) pushRaw(method string, params any) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.items = append(o.items, outItem{method: method, params: params})
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *outbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.items = nil
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *outbox) run() {
+	for range o.wake {
+		for {
+			o.mu.Lock()
+			if o.closed {
+				o.mu.Unlock()
+				return
+			}
+			if len(o.items) == 0 {
+				o.mu.Unlock()
+				break
+			}
+			it := o.items[0]
+			o.items = o.items[1:]
+			params := it.params
+			if it.update != nil {
+				o.seq[it.update.SessionID]++
+				it.update.Seq = o.seq[it.update.SessionID]
+				params = it.update
+			}
+			o.mu.Unlock()
+			if err := o.c.conn.Notify(o.c.conn.Context(), it.method, params); err != nil {
+				slog.Debug("notification not delivered", "method", it.method, "err", err)
+			}
+		}
+	}
+}
+
+func isDelta(t string) bool { return t == rpc.UpdateTextDelta || t == rpc.UpdateThinkingDelta }

@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/fsafe"
+	"go.lsp.dev/protocol"
+)
+
+// Overlay holds the documents editors have open, so that tools read the editor's text (unsaved
+// changes included) and stamp it with the document version. It is keyed by canonical absolute
+// path; it implements fsafe.Overlay and the search engine's overlay.
+type Overlay struct {
+	mu   sync.Mutex
+	docs map[string]*openDoc // by canonical absolute path
+	// changed is closed and replaced whenever a document changes (see wait).
+	changed chan struct{}
+}
+
+type openDoc struct {
+	path    string // canonical absolute path
+	uri     string
+	version int32
+	text    string
+	owner   *client // the connection that opened it (edits go through it)
+}
+
+func newOverlay() *Overlay {
+	return &Overlay{docs: map[string]*openDoc{}, changed: make(chan struct{})}
+}
+
+// open records a document an editor opened.
+func (o *Overlay) open(path, uri string, version int32, text string, owner *client) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.docs[path] = &openDoc{path: path, uri: uri, version: version, text: text, owner: owner}
+	o.notifyLocked()
+}
+
+// change applies incremental or whole-document changes in order.
+func (o *Overlay) change(path string, version int32, changes []protocol.TextDocumentContentChangeEvent) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d := o.docs[path]
+	if d == nil {
+		return fmt.Errorf("didChange for a document that is not open: %s", path)
+	}
+	text := d.text
+	for _, c := range changes {
+		switch c := c.(type) {
+		case *protocol.TextDocumentContentChangeWholeDocument:
+			text = c.Text
+		case *protocol.TextDocumentContentChangePartial:
+			start, err := offsetOf(text, c.Range.Start)
+			if err != nil {
+				return err
+			}
+			end, err := offsetOf(text, c.Range.End)
+			if err != nil {
+				return err
+			}
+			if end < start {
+				return fmt.Errorf("change range ends before it starts")
+			}
+			text = text[:start] + c.Text + text[end:]
+		}
+	}
+	d.text, d.version = text, version
+	o.notifyLocked()
+	return nil
+}
+
+// close forgets a document.
+func (o *Overlay) close(path string, owner *client) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if d := o.docs[path]; d != nil && d.owner == owner {
+		delete(o.docs, path)
+		o.notifyLocked()
+	}
+}
+
+// dropClient forgets every document a disconnected editor had open.
+func (o *Overlay) dropClient(owner *client) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for p, d := range o.docs {
+		if d.owner == owner {
+			delete(o.docs, p)
+		}
+	}
+	o.notifyLocked()
+}
+
+func (o *Overlay) notifyLocked() {
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// get returns a copy of the open document at path.
+func (o *Overlay) get(path string) (openDoc, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d := o.docs[path]
+	if d == nil {
+		return openDoc{}, false
+	}
+	return *d, true
+}
+
+// watch returns a channel closed at the next change.
+func (o *Overlay) watch() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
+
+// Document implements fsafe.Overlay.
+func (o *Overlay) Document(abs string) (fsafe.Document, bool) {
+	d, ok := o.get(tools.Canonical(abs))
+	if !ok {
+		return fsafe.Document{}, false
+	}
+	return fsafe.Document{Version: int64(d.version), Content: []byte(d.text)}, true
+}
+
+// Open implements the search overlay: the absolute paths of open documents.
+func (o *Overlay) Open() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.docs))
+	for p := range o.docs {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Content implements the search overlay.
+func (o *Overlay) Content(abs string) ([]byte, bool) {
+	d, ok := o.get(tools.Canonical(abs))
+	if !ok {
+		return nil, false
+	}
+	return []byte(d.text), true
+}
+
+// offsetOf converts an LSP position (zero-based line, UTF-16 code units) to a byte offset in
+// text. Lines end at "\n", "\r\n" or "\r", as LSP says. A character past the end of its line
+// clamps to the line's end, as editors do.
+func offsetOf(text string, pos protocol.Position) (int, error) {
+	off := 0
+	for line := uint32(0); line < pos.Line; line++ {
+		i := strings.IndexAny(text[off:], "\r\n")
+		if i < 0 {
+			return 0, fmt.Errorf("position %d:%d is past the end of the document", pos.Line, pos.Character)
+		}
+		off += i
+		if text[off] == '\r' && off+1 < len(text) && text[off+1] == '\n' {
+			off++
+		}
+		off++
+	}
+	units := uint32(0)
+	for off < len(text) && units < pos.Character {
+		r, size := utf8.DecodeRuneInString(text[off:])
+		if r == '\n' || r == '\r' {
+			break
+		}
+		n := uint32(utf16.RuneLen(r))
+		if n > 1<<30 { // invalid rune: one unit
+			n = 1
+		}
+		if units+n > pos.Character { // inside a surrogate pair: stay before it
+			break
+		}
+		units += n
+		off += size
+	}
+	return off, nil
+}

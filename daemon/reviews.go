@@ -1,0 +1,331 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/preview"
+	"github.com/agentd/agentd/rpc"
+	"github.com/agentd/agentd/tools"
+	"go.lsp.dev/protocol"
+)
+
+// review is one pending approval shown to the attached editors.
+type review struct {
+	ls     *liveSession
+	params rpc.ReviewRequestedParams
+	preq   policy.Request
+	grants []policy.Grant // the session scopes offered, aligned with params.Scopes
+	answer chan Answer    // receives exactly one answer
+
+	mu       sync.Mutex
+	resolved bool
+}
+
+// settle resolves the review once: the first answer wins. It tells every attached editor.
+func (r *review) settle(a Answer, outcome, by string) bool {
+	r.mu.Lock()
+	if r.resolved {
+		r.mu.Unlock()
+		return false
+	}
+	r.resolved = true
+	r.mu.Unlock()
+	r.answer <- a
+	ls := r.ls
+	ls.mu.Lock()
+	delete(ls.pending, r.params.ReviewID)
+	ls.mu.Unlock()
+	note := rpc.ReviewResolvedParams{ReviewID: r.params.ReviewID, SessionID: ls.h.ID(), Outcome: outcome, By: by}
+	if a.Decision == AnswerAccept {
+		note.Hunks = a.Hunks
+		if note.Hunks == nil && r.params.File != nil {
+			for _, h := range r.params.File.Hunks {
+				note.Hunks = append(note.Hunks, h.ID)
+			}
+		}
+	}
+	for _, c := range ls.clientsSnapshot() {
+		c.out.pushRaw(rpc.MethodReviewResolved, note)
+	}
+	// Forget resolved reviews after a while, so a late decision gets "already resolved".
+	time.AfterFunc(10*time.Minute, func() {
+		ls.srv.mu.Lock()
+		delete(ls.srv.reviews, r.params.ReviewID)
+		ls.srv.mu.Unlock()
+	})
+	return true
+}
+
+// editorAsker asks through reviews.
+type editorAsker struct {
+	ls *liveSession
+}
+
+func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
+	ls := e.ls
+	srv := ls.srv
+	r, err := ls.newReview(q)
+	if err != nil {
+		return Answer{}, err
+	}
+	var reviewers []*client
+	for _, c := range ls.clientsSnapshot() {
+		if c.reviews() {
+			reviewers = append(reviewers, c)
+		}
+	}
+	if len(reviewers) == 0 {
+		// Fail closed: nobody can see the change.
+		r.settle(Answer{}, "rejected", "disconnect")
+		<-r.answer
+		return Answer{Decision: AnswerReject, By: "no editor",
+			Reason: "no editor that can review changes is attached, so nothing was changed"}, nil
+	}
+	ls.setStatus(q.Call.Call.ID, "awaitingApproval")
+	for _, c := range reviewers {
+		c.out.pushRaw(rpc.MethodReviewRequested, r.params)
+	}
+	var timeout <-chan time.Time
+	if d := srv.rt.opts.ReviewTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case a := <-r.answer:
+		return a, nil
+	case <-timeout:
+		if r.settle(Answer{}, "rejected", "timeout") {
+			<-r.answer
+			return Answer{Decision: AnswerReject, By: "timeout",
+				Reason: fmt.Sprintf("no decision within %s, so nothing was changed", srv.rt.opts.ReviewTimeout)}, nil
+		}
+		return <-r.answer, nil
+	case <-ctx.Done():
+		if r.settle(Answer{}, "cancelled", "turnEnded") {
+			<-r.answer
+		}
+		return Answer{}, ctx.Err()
+	}
+}
+
+// newReview builds and registers a review for a question.
+func (ls *liveSession) newReview(q Question) (*review, error) {
+	srv := ls.srv
+	srv.mu.Lock()
+	srv.nextID++
+	id := fmt.Sprintf("r-%d", srv.nextID)
+	srv.mu.Unlock()
+	call := q.Call.Call
+	p := rpc.ReviewRequestedParams{
+		ReviewID: id, SessionID: ls.h.ID(), TurnID: ls.currentTurn(), CallID: call.ID, Tool: call.Name,
+		Label: q.Call.Label, Kind: q.Kind, Why: q.Verdict.Reason, Scopes: []rpc.GrantScope{},
+	}
+	if d := srv.rt.opts.ReviewTimeout; d > 0 {
+		p.TimeoutMs = d.Milliseconds()
+	}
+	if pv := q.Call.Preview; pv != nil {
+		if pv.Diff != nil {
+			p.File = ls.fileReview(pv.Diff)
+		}
+		if c := pv.Command; c != nil {
+			p.Command = &rpc.CommandPreview{Argv: c.Argv, Cwd: c.Cwd, TimeoutMs: c.TimeoutMS, Sandbox: c.Sandbox, Network: c.Network}
+		}
+	}
+	for _, g := range q.Grants {
+		p.Scopes = append(p.Scopes, ls.scopeOf(g))
+	}
+	r := &review{ls: ls, params: p, preq: q.Request, grants: q.Grants, answer: make(chan Answer, 1)}
+	srv.mu.Lock()
+	srv.reviews[id] = r
+	srv.mu.Unlock()
+	ls.mu.Lock()
+	ls.pending[id] = r
+	ls.mu.Unlock()
+	return r, nil
+}
+
+func (ls *liveSession) currentTurn() string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.turn
+}
+
+// fileReview describes a file change: hunks, unified diff, and the edits that apply them to the
+// text the change was computed against (the editor's buffer when the document is open).
+func (ls *liveSession) fileReview(d *preview.Diff) *rpc.FileReview {
+	abs := ls.h.Workspace() + "/" + d.Path
+	f := &rpc.FileReview{URI: fileURI(abs), Path: d.Path, Created: d.Created, Deleted: d.Deleted,
+		UnifiedDiff: d.Unified(3), Hunks: []rpc.Hunk{}, Edit: rpc.FileEdit{Edits: []protocol.TextEdit{}}}
+	if doc, ok := ls.srv.rt.overlay.get(tools.Canonical(abs)); ok {
+		f.URI, f.Version = doc.uri, doc.version
+	}
+	for _, h := range d.Hunks {
+		f.Hunks = append(f.Hunks, rpc.Hunk{ID: h.ID, OldStart: h.OldStart, OldLines: h.OldLines, NewStart: h.NewStart,
+			NewLines: h.NewLines, Removed: stripEOL(h.Removed), Added: stripEOL(h.Added)})
+	}
+	for _, e := range d.TextEdits() {
+		f.Edit.Edits = append(f.Edit.Edits, lspEdit(e))
+	}
+	return f
+}
+
+func lspEdit(e preview.TextEdit) protocol.TextEdit {
+	return protocol.TextEdit{
+		Range: protocol.Range{
+			Start: protocol.Position{Line: e.Range.Start.Line, Character: e.Range.Start.Character},
+			End:   protocol.Position{Line: e.Range.End.Line, Character: e.Range.End.Character},
+		},
+		NewText: e.NewText,
+	}
+}
+
+func stripEOL(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimRight(strings.TrimSuffix(l, "\n"), "\r")
+	}
+	return out
+}
+
+// scopeOf describes a grant for the wire (paths workspace-relative).
+func (ls *liveSession) scopeOf(g policy.Grant) rpc.GrantScope {
+	switch g.Scope {
+	case policy.ScopeTool:
+		return rpc.GrantScope{Kind: rpc.ScopeTool, Tool: g.Tool, Label: "all " + g.Tool + " calls in this session"}
+	case policy.ScopeCommand:
+		return rpc.GrantScope{Kind: rpc.ScopeCommand, CommandPrefix: g.Prefix,
+			Label: "commands starting with `" + strings.Join(g.Prefix, " ") + "`"}
+	default:
+		rel := g.Path
+		if within(ls.h.Workspace(), g.Path) {
+			rel = strings.TrimPrefix(strings.TrimPrefix(g.Path, ls.h.Workspace()), "/")
+		}
+		if rel == "" {
+			rel = "."
+		}
+		return rpc.GrantScope{Kind: rpc.ScopePath, PathPrefix: rel, Label: "changes under " + rel}
+	}
+}
+
+// reviewDecide answers a review. The first editor to answer wins.
+func (c *client) reviewDecide(params []byte) (any, error) {
+	p, err := rpc.DecodeDecide(params)
+	if err != nil {
+		return nil, err
+	}
+	c.srv.mu.Lock()
+	r := c.srv.reviews[p.ReviewID]
+	c.srv.mu.Unlock()
+	if r == nil {
+		return nil, rpc.Errorf(rpc.CodeUnknownReview, "unknown review %s", p.ReviewID)
+	}
+	r.ls.mu.Lock()
+	attached := r.ls.clients[c]
+	r.ls.mu.Unlock()
+	if !attached {
+		return nil, rpc.Errorf(rpc.CodeUnknownReview, "review %s belongs to a session this connection is not attached to", p.ReviewID)
+	}
+	r.mu.Lock()
+	resolved := r.resolved
+	r.mu.Unlock()
+	if resolved {
+		return nil, rpc.Errorf(rpc.CodeReviewResolved, "review %s is already resolved", p.ReviewID)
+	}
+	d := p.Decision
+	var a Answer
+	outcome := "accepted"
+	switch d.Type {
+	case rpc.DecisionAccept:
+		if d.Hunks != nil {
+			if r.params.File == nil {
+				return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunks given for a review that is not a file change")
+			}
+			for _, id := range d.Hunks {
+				if !slices.ContainsFunc(r.params.File.Hunks, func(h rpc.Hunk) bool { return h.ID == id }) {
+					return nil, rpc.Errorf(rpc.CodeInvalidParams, "review %s has no hunk %q", p.ReviewID, id)
+				}
+			}
+		}
+		a = Answer{Decision: AnswerAccept, Hunks: d.Hunks}
+	case rpc.DecisionAcceptForSession:
+		i := slices.IndexFunc(r.params.Scopes, func(s rpc.GrantScope) bool { return sameScope(s, *d.Scope) })
+		if i < 0 {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "scope not offered by review %s", p.ReviewID)
+		}
+		// The grant is added here, before the answer, so it can settle other pending reviews.
+		if _, err := r.ls.h.Policy.Grants().Add(r.grants[i]); err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "grant refused: %v", err)
+		}
+		a = Answer{Decision: AnswerAcceptForSession}
+	case rpc.DecisionReject:
+		a, outcome = Answer{Decision: AnswerReject, Reason: d.Reason}, "rejected"
+	case rpc.DecisionCancelTurn:
+		a, outcome = Answer{Decision: AnswerCancelTurn}, "cancelled"
+	}
+	if !r.settle(a, outcome, "editor") {
+		return nil, rpc.Errorf(rpc.CodeReviewResolved, "review %s is already resolved", p.ReviewID)
+	}
+	settled := []string{}
+	if d.Type == rpc.DecisionAcceptForSession {
+		settled = r.ls.settleCovered()
+	}
+	return rpc.ReviewDecideResult{Outcome: outcome, Settled: settled}, nil
+}
+
+// settleCovered accepts the pending reviews the session's policy now allows (after a grant).
+func (ls *liveSession) settleCovered() []string {
+	ls.mu.Lock()
+	var pending []*review
+	for _, r := range ls.pending {
+		pending = append(pending, r)
+	}
+	ls.mu.Unlock()
+	var reqs []policy.Request
+	for _, r := range pending {
+		reqs = append(reqs, r.preq)
+	}
+	var out []string
+	for _, i := range ls.h.Policy.Settles(reqs) {
+		if pending[i].settle(Answer{Decision: AnswerAccept, By: "grant"}, "accepted", "grant") {
+			out = append(out, pending[i].params.ReviewID)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func sameScope(a, b rpc.GrantScope) bool {
+	return a.Kind == b.Kind && a.Tool == b.Tool && a.PathPrefix == b.PathPrefix && slices.Equal(a.CommandPrefix, b.CommandPrefix)
+}
+
+func (c *client) reviewList(params []byte) (any, error) {
+	var p rpc.ReviewListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	ls, err := c.attachedSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.ReviewListResult{Reviews: ls.pendingReviews()}, nil
+}
+
+func (ls *liveSession) pendingReviews() []rpc.ReviewRequestedParams {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	out := []rpc.ReviewRequestedParams{}
+	for _, r := range ls.pending {
+		out = append(out, r.params)
+	}
+	slices.SortFunc(out, func(a, b rpc.ReviewRequestedParams) int { return strings.Compare(a.ReviewID, b.ReviewID) })
+	return out
+}

@@ -1,0 +1,505 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/agent/store"
+	"github.com/agentd/agentd/ollama"
+	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/builtin"
+	"github.com/agentd/agentd/tools/fsafe"
+	"github.com/agentd/agentd/tools/sandbox"
+)
+
+// Options configure the runtime. cmd/agentd resolves them: flags > environment > config file >
+// defaults.
+type Options struct {
+	Version      string
+	OllamaHost   string
+	Model        string // default model for new sessions
+	ApprovalMode string // default approval mode for new sessions
+	// ContextCap caps the context window chosen for a session (0: no cap but the model's).
+	ContextCap int
+	// Think turns thinking on for models that have it.
+	Think bool
+	// StateDir holds sessions, checkpoints and the audit log ("" : store.DefaultDir()).
+	StateDir string
+	// Policy locates the user's config and trust list (zero: policy.DefaultLocations()).
+	Policy policy.Locations
+	// ReviewTimeout rejects a review nobody answered (0: wait as long as the turn lives).
+	ReviewTimeout time.Duration
+	// Models makes model clients (nil: Ollama).
+	Models ModelFactory
+	// Sandbox forces a sandbox mode (ModeAuto: the strongest available).
+	Sandbox sandbox.Mode
+}
+
+// ModelClient is what the daemon needs of a model server.
+type ModelClient interface {
+	agent.Model
+	ListModels(ctx context.Context) ([]ollama.ModelSummary, error)
+	Version(ctx context.Context) (string, error)
+}
+
+// ModelFactory makes a client for a model on a host.
+type ModelFactory func(host, model string) (ModelClient, error)
+
+// DefaultModel is the model used when nothing else is configured: qwen3:8b handles native tool
+// calls reliably at laptop size (5 GB at Q4), has a 40k trained context and optional thinking.
+const DefaultModel = "qwen3:8b"
+
+// Runtime is the process-wide state: stores, the overlay of open documents, workspaces and the
+// sandbox. Sessions are built from it (Open).
+type Runtime struct {
+	opts       Options
+	store      *store.Store
+	overlay    *Overlay
+	sandbox    *sandbox.Sandbox
+	sandboxErr error
+	features   sandbox.Features
+
+	mu         sync.Mutex
+	workspaces map[string]*workspace // by canonical root
+}
+
+// workspace is what sessions of one root share.
+type workspace struct {
+	root  string
+	fs    *fsafe.Workspace
+	queue *tools.MutationQueue
+}
+
+// NewRuntime opens the state directory and probes the sandbox.
+func NewRuntime(opts Options) (*Runtime, error) {
+	if opts.Model == "" {
+		opts.Model = DefaultModel
+	}
+	if opts.ApprovalMode == "" {
+		opts.ApprovalMode = "ask"
+	}
+	if _, err := policy.ParseMode(opts.ApprovalMode); err != nil {
+		return nil, err
+	}
+	if opts.Models == nil {
+		opts.Models = OllamaModels
+	}
+	if opts.StateDir == "" {
+		dir, err := store.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.StateDir = dir
+	}
+	if opts.Policy == (policy.Locations{}) {
+		loc, err := policy.DefaultLocations()
+		if err != nil {
+			return nil, err
+		}
+		opts.Policy = loc
+	}
+	st, err := store.Open(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{opts: opts, store: st, overlay: newOverlay(), workspaces: map[string]*workspace{}}
+	rt.features = sandbox.Detect()
+	rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features})
+	if rt.sandboxErr != nil {
+		slog.Warn("no sandbox: commands cannot run", "err", rt.sandboxErr, "features", rt.features.Describe())
+	}
+	return rt, nil
+}
+
+// OllamaModels makes Ollama clients.
+func OllamaModels(host, model string) (ModelClient, error) {
+	return ollama.New(ollama.Config{Host: host, Model: model})
+}
+
+// Close closes the stores.
+func (rt *Runtime) Close() error { return rt.store.Close() }
+
+// Store returns the session store.
+func (rt *Runtime) Store() *store.Store { return rt.store }
+
+// Options returns the runtime's options.
+func (rt *Runtime) Options() Options { return rt.opts }
+
+// SandboxSummary says how commands are confined, for prompts and status.
+func (rt *Runtime) SandboxSummary() string {
+	if rt.sandbox == nil {
+		return "unavailable: " + strings.Join(rt.features.Missing(), "; ")
+	}
+	return rt.sandbox.Describe(sandbox.Policy{})
+}
+
+// Features returns the sandbox features of this machine.
+func (rt *Runtime) Features() sandbox.Features { return rt.features }
+
+func (rt *Runtime) workspace(root string) (*workspace, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	canon := tools.Canonical(abs)
+	st, err := os.Stat(canon)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", abs, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory", abs)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if w := rt.workspaces[canon]; w != nil {
+		return w, nil
+	}
+	fws, err := fsafe.NewWorkspace(canon)
+	if err != nil {
+		return nil, err
+	}
+	w := &workspace{root: canon, fs: fws, queue: &tools.MutationQueue{}}
+	rt.workspaces[canon] = w
+	go func() {
+		// Temp files a crash left behind; in the background, it walks the tree.
+		if _, err := fsafe.SweepTemps(context.Background(), fws, 10*time.Minute); err != nil {
+			slog.Warn("sweeping stale temp files", "workspace", canon, "err", err)
+		}
+	}()
+	return w, nil
+}
+
+// SessionSpec describes a session to open: a new one (ID empty) or a stored one to resume.
+type SessionSpec struct {
+	ID        string
+	Workspace string // new sessions: the workspace root
+	Model     string
+	Mode      string
+	Title     string
+	// Writer routes writes of documents open in an editor (nil: disk).
+	Writer fsafe.Writer
+}
+
+// Harness is a session's parts before and around its agent loop: journal, tools, policy,
+// checkpoints, audit and model. The frontend (editor daemon or terminal) supplies the gate's
+// asking half and the event sink, then calls Start.
+type Harness struct {
+	rt          *Runtime
+	Settings    agent.SessionSettings
+	Replayed    agent.Replayed
+	Title       string
+	ws          *workspace
+	journal     *store.SessionFile
+	fs          *fsafe.FS
+	registry    *tools.Registry
+	Policy      *policy.Policy
+	checkpoints *store.Checkpoints
+	audit       *store.Audit
+	model       ModelClient
+	tmpDir      string
+}
+
+// Open creates or resumes a session's harness.
+func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
+	h := &Harness{rt: rt}
+	var err error
+	if spec.ID == "" {
+		if spec.Workspace == "" {
+			return nil, errors.New("a new session needs a workspace")
+		}
+		model, mode := spec.Model, spec.Mode
+		if model == "" {
+			model = rt.opts.Model
+		}
+		if mode == "" {
+			mode = rt.opts.ApprovalMode
+		}
+		if _, err := policy.ParseMode(mode); err != nil {
+			return nil, err
+		}
+		if h.ws, err = rt.workspace(spec.Workspace); err != nil {
+			return nil, err
+		}
+		h.Settings = agent.SessionSettings{ID: store.NewSessionID(), Workspace: h.ws.root, Model: model,
+			ApprovalMode: mode, Created: time.Now().UTC()}
+		if h.journal, err = rt.store.Create(h.Settings); err != nil {
+			return nil, err
+		}
+		h.Title = spec.Title
+		if spec.Title != "" {
+			h.journal.Append(agent.Entry{Type: agent.EntryTitle, Time: time.Now().UTC(), Title: spec.Title})
+		}
+	} else {
+		if h.journal, h.Replayed, err = rt.store.Resume(spec.ID); err != nil {
+			return nil, err
+		}
+		h.Settings, h.Title = h.Replayed.Settings, h.Replayed.Title
+		if h.Replayed.Mode != "" {
+			h.Settings.ApprovalMode = h.Replayed.Mode
+		}
+		if spec.Model != "" {
+			h.Settings.Model = spec.Model
+		}
+		if h.ws, err = rt.workspace(h.Settings.Workspace); err != nil {
+			h.journal.Close()
+			return nil, err
+		}
+	}
+	if err := h.build(spec.Writer); err != nil {
+		h.journal.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Harness) build(writer fsafe.Writer) error {
+	rt := h.rt
+	h.fs = fsafe.New(h.ws.fs, fsafe.Options{Overlay: rt.overlay, Writer: writer, Queue: h.ws.queue})
+	h.tmpDir = filepath.Join(rt.store.Dir(), "tmp", h.Settings.ID)
+	if err := os.MkdirAll(h.tmpDir, 0o700); err != nil {
+		return err
+	}
+	bash := builtin.BashConfig{Sandbox: rt.sandbox, SpillDir: filepath.Join(h.tmpDir, "spill"),
+		Policy: sandbox.Policy{TmpDir: h.tmpDir}}
+	if rt.sandbox == nil {
+		bash.Runner = unavailableRunner{rt}
+	}
+	ts, err := builtin.New(builtin.Config{FS: h.fs, Bash: bash, Search: builtin.SearchConfig{Overlay: rt.overlay}})
+	if err != nil {
+		return err
+	}
+	if h.registry, err = tools.NewRegistry(ts...); err != nil {
+		return err
+	}
+	pcfg, err := policy.Load(rt.opts.Policy, h.ws.root)
+	if err != nil {
+		return err
+	}
+	for _, w := range pcfg.Warnings {
+		slog.Warn("config", "warning", w)
+	}
+	if h.Policy, err = policy.New(*pcfg); err != nil {
+		return err
+	}
+	mode, _ := policy.ParseMode(h.Settings.ApprovalMode)
+	if err := h.Policy.SetMode(mode); err != nil {
+		return err
+	}
+	if h.checkpoints, err = rt.store.Checkpoints(h.ws.fs, h.Settings.ID, store.CheckpointOptions{Queue: h.ws.queue}); err != nil {
+		return err
+	}
+	h.audit = rt.store.Audit(h.Settings.ID)
+	if h.model, err = rt.opts.Models(rt.opts.OllamaHost, h.Settings.Model); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ID returns the session ID.
+func (h *Harness) ID() string { return h.Settings.ID }
+
+// Workspace returns the session's workspace root.
+func (h *Harness) Workspace() string { return h.ws.root }
+
+// Model returns the model client.
+func (h *Harness) Model() ModelClient { return h.model }
+
+// Registry returns the session's tools.
+func (h *Harness) Registry() *tools.Registry { return h.registry }
+
+// SetMode changes the approval mode and records it.
+func (h *Harness) SetMode(mode string) error {
+	m, err := policy.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	if err := h.Policy.SetMode(m); err != nil {
+		return err
+	}
+	h.Settings.ApprovalMode = m.String()
+	return h.journal.Append(agent.Entry{Type: agent.EntryMode, Time: time.Now().UTC(), Mode: m.String()})
+}
+
+// Revert restores the files a turn changed ("" : the last turn that changed files).
+func (h *Harness) Revert(turnID string) (string, store.RevertResult, error) {
+	if turnID == "" {
+		turns, err := h.checkpoints.Turns()
+		if err != nil {
+			return "", store.RevertResult{}, err
+		}
+		for _, t := range turns {
+			if t.Reverted == nil {
+				turnID = t.ID
+				break
+			}
+		}
+		if turnID == "" {
+			return "", store.RevertResult{}, errors.New("no turn of this session changed files")
+		}
+	}
+	res, err := h.checkpoints.Revert(turnID)
+	return turnID, res, err
+}
+
+// Close closes the journal.
+func (h *Harness) Close() error { return h.journal.Close() }
+
+// Start builds the agent loop. ask answers the calls the policy wants the user to decide; sink
+// receives every event. The model is asked for its capabilities and the context window is chosen
+// here, once.
+func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent.Session, error) {
+	info, err := h.model.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	numCtx := h.Settings.NumCtx
+	if numCtx == 0 {
+		sys := agent.SystemPrompt(h.facts(), h.registry.Definitions(), !info.Tools)
+		estimate := len(sys) / 3
+		for _, d := range h.registry.Definitions() {
+			estimate += (len(d.Description) + len(d.Parameters)) / 3
+		}
+		numCtx = ollama.ChooseNumCtx(info.ContextLength, h.rt.opts.ContextCap, estimate+8192, 8192)
+		h.Settings.NumCtx = numCtx
+		h.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &h.Settings})
+	}
+	g := newGate(h, ask)
+	gate := h.audit.WrapGate(g.decide)
+	cp := h.checkpoints
+	cfg := agent.SessionConfig{
+		ID: h.Settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,
+		Journal: h.journal, Facts: h.facts(), History: h.Replayed.History, Turns: len(h.Replayed.Turns),
+		Kernel: agent.Config{
+			Registry:   h.registry,
+			Gate:       gate,
+			Revalidate: h.revalidate,
+			Middleware: []agent.Middleware{cp.Middleware()},
+			After:      h.afterCall,
+		},
+		Sink: func(e agent.Event) {
+			cp.Observe(e)
+			h.audit.Observe(e)
+			if sink != nil {
+				sink(e)
+			}
+		},
+	}
+	sess, err := agent.NewSession(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.cancelTurn = func() { sess.Cancel() }
+	return sess, nil
+}
+
+// facts describe the workspace for the system prompt.
+func (h *Harness) facts() agent.WorkspaceFacts {
+	return agent.WorkspaceFacts{Root: h.ws.root, OS: runtime.GOOS + "/" + runtime.GOARCH, Git: gitSummary(h.ws.root)}
+}
+
+// gitSummary describes the repository at root in a few words, or "" outside a repository.
+func gitSummary(root string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain=v1", "--branch", "--untracked-files=no")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	branch := strings.TrimPrefix(lines[0], "## ")
+	if i := strings.Index(branch, "..."); i >= 0 {
+		branch = branch[:i]
+	}
+	changed := len(lines) - 1
+	if changed == 0 {
+		return "a git repository, branch " + branch + ", no uncommitted changes"
+	}
+	return fmt.Sprintf("a git repository, branch %s, %d changed files", branch, changed)
+}
+
+// revalidate re-checks an approved call right before it runs: a call's preview is computed again
+// and must bind to the same action the user approved (the file or command may have changed while
+// the user was deciding).
+func (h *Harness) revalidate(ctx context.Context, call *tools.Call) error {
+	if call.Preview == nil || call.Preview.Binding == "" {
+		return nil
+	}
+	t, ok := h.registry.Lookup(call.Name)
+	if !ok {
+		return nil
+	}
+	p, ok := t.(tools.Previewer)
+	if !ok {
+		return nil
+	}
+	now, err := p.Preview(ctx, call)
+	if err != nil {
+		return err
+	}
+	if now == nil || policy.CheckBinding(call.Preview.Binding, now.Binding) != nil {
+		return tools.Errorf(tools.Stale, "the target changed while the change waited for approval, so it was not applied; read it again and redo the change")
+	}
+	return nil
+}
+
+// afterCall tells the model when a file it changed differs between the editor's buffer and the
+// disk (an edit of a document with unsaved changes lands in the buffer only).
+func (h *Harness) afterCall(ctx context.Context, call *tools.Call, res *tools.Result) (*agent.ResultPatch, error) {
+	if res.IsError {
+		return nil, nil
+	}
+	t, ok := h.registry.Lookup(call.Name)
+	if !ok {
+		return nil, nil
+	}
+	pm, ok := t.(tools.PermissionMetadata)
+	if !ok {
+		return nil, nil
+	}
+	perm := pm.Permission(call)
+	if perm.Access != tools.AccessWrite {
+		return nil, nil
+	}
+	var notes []string
+	for _, p := range perm.Paths {
+		doc, open := h.rt.overlay.get(tools.Canonical(p))
+		if !open {
+			continue
+		}
+		disk, err := os.ReadFile(p)
+		if err != nil || string(disk) != doc.text {
+			rel, _ := filepath.Rel(h.ws.root, p)
+			notes = append(notes, fmt.Sprintf("Note: %s is open in the editor with unsaved changes; your change is in the editor's buffer, not yet on disk (commands see the old file until the user saves).", filepath.ToSlash(rel)))
+		}
+	}
+	if len(notes) == 0 {
+		return nil, nil
+	}
+	content := append(append([]tools.Block(nil), res.Content...), tools.Block{Type: "text", Text: "\n" + strings.Join(notes, "\n")})
+	return &agent.ResultPatch{Content: content}, nil
+}
+
+// unavailableRunner refuses commands when no sandbox works on this machine: the user must decide
+// per command to run it unsandboxed (not offered yet: every command fails with the reason).
+type unavailableRunner struct{ rt *Runtime }
+
+func (u unavailableRunner) Command(ctx context.Context, argv []string, dir string, network bool) (*sandbox.Cmd, error) {
+	return nil, tools.Errorf(tools.PermissionDenied, "commands cannot run: no sandbox is available on this machine (%s)", strings.Join(u.rt.features.Missing(), "; "))
+}
+
+func (u unavailableRunner) Describe(network bool) (string, error) {
+	return "", fmt.Errorf("no sandbox available: %s", strings.Join(u.rt.features.Missing(), "; "))
+}
