@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"strings"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/agent/store"
@@ -143,24 +141,4 @@ func (h *Harness) policyRequest(req agent.GateRequest) policy.Request {
 		pr.Network = a.Network
 	}
 	return pr
-}
-
-// grantFromScope turns an editor's scope (workspace-relative paths) into a policy grant.
-func (h *Harness) grantFromScope(kind, tool string, prefix []string, path string) (policy.Grant, error) {
-	switch kind {
-	case "tool":
-		return policy.Grant{Scope: policy.ScopeTool, Tool: tool}, nil
-	case "command":
-		return policy.Grant{Scope: policy.ScopeCommand, Prefix: prefix}, nil
-	case "path":
-		p := path
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(h.ws.root, filepath.FromSlash(p))
-		}
-		if rel, err := filepath.Rel(h.ws.root, p); err != nil || strings.HasPrefix(rel, "..") {
-			return policy.Grant{}, errors.New("a path scope must be inside the workspace")
-		}
-		return policy.Grant{Scope: policy.ScopePath, Path: p}, nil
-	}
-	return policy.Grant{}, errors.New("unknown scope kind " + kind)
 }

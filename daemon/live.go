@@ -23,7 +23,6 @@ type liveSession struct {
 
 	mu      sync.Mutex
 	agent   *agent.Session
-	gate    *gate
 	clients map[*client]bool
 	pending map[string]*review
 	calls   map[string]*rpc.ToolCallInfo // tool calls of the running turn, by call ID

@@ -196,9 +196,9 @@ func (c *client) Call(ctx context.Context, method string, params json.RawMessage
 
 func (c *client) initialize(params json.RawMessage) (any, error) {
 	var p struct {
-		RootURI               string                    `json:"rootUri"`
+		RootURI               string                     `json:"rootUri"`
 		WorkspaceFolders      []protocol.WorkspaceFolder `json:"workspaceFolders"`
-		InitializationOptions json.RawMessage           `json:"initializationOptions"`
+		InitializationOptions json.RawMessage            `json:"initializationOptions"`
 	}
 	if err := json.Unmarshal(orEmpty(params), &p); err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid initialize params: %v", err)
@@ -226,7 +226,7 @@ func (c *client) initialize(params json.RawMessage) (any, error) {
 	return map[string]any{
 		"capabilities": map[string]any{
 			"textDocumentSync": map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
-			"workspace": map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
+			"workspace":        map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
 			"experimental": map[string]any{"agentd": rpc.ServerInfo{
 				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.opts.Version, Sandbox: c.srv.rt.SandboxSummary()}},
 		},
