@@ -3,6 +3,7 @@
 //	agentd run [flags] "prompt"     one turn in a workspace, approving in the terminal
 //	agentd serve --stdio | --listen  the editor daemon (LSP base protocol)
 //	agentd connect                   an editor's entry point: forwards stdio to the shared daemon
+//	agentd revert                    restores the files of a session's last turn
 //	agentd doctor                    checks Ollama, the model, ripgrep and the sandbox
 //	agentd version
 package main
@@ -39,6 +40,8 @@ func main() {
 		code = connectCmd(args)
 	case "doctor":
 		code = doctorCmd(args)
+	case "revert":
+		code = revertCmd(args)
 	case "version", "--version", "-v":
 		fmt.Println("agentd", version)
 	case "help", "--help", "-h":
@@ -58,6 +61,7 @@ usage:
   agentd run [-C DIR] [--model M] [--approval ask|auto-edit|plan|yolo] [--resume ID] "prompt"
   agentd serve --stdio | --listen [--socket PATH]
   agentd connect [--socket PATH]
+  agentd revert [-C DIR] [--session ID] [--turn T]
   agentd doctor
   agentd version
 

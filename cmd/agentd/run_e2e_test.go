@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/ollama/ollamatest"
+	"github.com/creack/pty"
+)
+
+// These tests drive the real agentd binary against the fake Ollama server.
+
+var agentdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentd-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	agentdBin = filepath.Join(dir, "agentd")
+	if out, err := exec.Command("go", "build", "-o", agentdBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building agentd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runEnv is a temporary git repository with a Go module, a private home and a fake Ollama.
+type runEnv struct {
+	t      *testing.T
+	ws     string
+	home   string
+	ollama *ollamatest.Server
+}
+
+const answerGo = "package answer\n\n// Answer returns the answer.\nfunc Answer() int {\n\treturn 1\n}\n"
+const answerTestGo = "package answer\n\nimport \"testing\"\n\nfunc TestAnswer(t *testing.T) {\n\tif Answer() != 2 {\n\t\tt.Fatal(\"want 2\")\n\t}\n}\n"
+
+func newRunEnv(t *testing.T) *runEnv {
+	t.Helper()
+	e := &runEnv{t: t, ws: t.TempDir(), home: t.TempDir()}
+	e.ws, _ = filepath.EvalSymlinks(e.ws)
+	files := map[string]string{"go.mod": "module answer\n\ngo 1.22\n", "answer.go": answerGo, "answer_test.go": answerTestGo}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(e.ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = e.ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	e.ollama = ollamatest.NewServer(&ollamatest.Script{Models: []ollamatest.Model{
+		{Name: "qwen3:8b", Capabilities: []string{"completion", "tools"}, ContextLength: 40960}}})
+	t.Cleanup(e.ollama.Close)
+	return e
+}
+
+func (e *runEnv) env() []string {
+	gocache, _ := exec.Command("go", "env", "GOCACHE").Output()
+	return []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + e.home, "TERM=dumb", "NO_COLOR=1",
+		"XDG_STATE_HOME=" + filepath.Join(e.home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(e.home, "config"),
+		"XDG_RUNTIME_DIR=" + filepath.Join(e.home, "run"),
+		"OLLAMA_HOST=" + e.ollama.URL, "AGENTD_MODEL=qwen3:8b",
+		"GOCACHE=" + strings.TrimSpace(string(gocache)), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local",
+	}
+}
+
+// answer is typed at the terminal when the output so far contains Prompt.
+type answer struct{ prompt, reply string }
+
+// runPTY runs agentd with a terminal, answering prompts in order, and returns everything it
+// printed and its exit code.
+func (e *runEnv) runPTY(answers []answer, args ...string) (string, int) {
+	e.t.Helper()
+	cmd := exec.Command(agentdBin, args...)
+	cmd.Dir, cmd.Env = e.ws, e.env()
+	f, err := pty.Start(cmd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	var mu sync.Mutex
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	next, from := 0, 0
+	deadline := time.Now().Add(60 * time.Second)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-exited:
+			<-done
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			return out.String(), code
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			e.t.Fatalf("agentd did not finish; output:\n%s", out.String())
+		}
+		mu.Lock()
+		text := out.String()
+		mu.Unlock()
+		if next < len(answers) {
+			if i := strings.Index(text[from:], answers[next].prompt); i >= 0 {
+				from += i + len(answers[next].prompt)
+				f.Write([]byte(answers[next].reply))
+				next++
+			}
+		}
+	}
+}
+
+func (e *runEnv) read(name string) string {
+	b, _ := os.ReadFile(filepath.Join(e.ws, name))
+	return string(b)
+}
+
+// lastToolResult returns the last tool message the model received.
+func (e *runEnv) lastToolResult() string {
+	chats := e.ollama.Chats()
+	for i := len(chats) - 1; i >= 0; i-- {
+		msgs := chats[i].Request.Messages
+		for j := len(msgs) - 1; j >= 0; j-- {
+			if msgs[j].Role == "tool" {
+				return msgs[j].Content
+			}
+		}
+	}
+	return ""
+}
+
+var sessionRE = regexp.MustCompile(`session (s-[0-9a-f-]+)`)
+
+func TestRunReadEditTestAndAnswer(t *testing.T) {
+	e := newRunEnv(t)
+	e.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 2"}`)),
+		ollamatest.Calls(ollamatest.Call("bash", `{"command":"go test ./...","description":"run the tests"}`)),
+		ollamatest.Text("Answer now returns 2 and the tests pass."),
+	)
+	out, code := e.runPTY([]answer{{"[y] apply", "y\n"}, {"[y] run", "y\n"}}, "run", "make the test pass")
+	if code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{"-\treturn 1", "+\treturn 2", "$ go test ./...", "Answer now returns 2 and the tests pass."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := e.read("answer.go"); got != strings.Replace(answerGo, "return 1", "return 2", 1) {
+		t.Errorf("answer.go =\n%s", got)
+	}
+	if tr := e.lastToolResult(); !strings.Contains(tr, "ok") || !strings.Contains(tr, "answer") {
+		t.Errorf("the model did not see the test output:\n%s", tr)
+	}
+
+	// Revert the turn: the file is restored, the git index untouched.
+	index, _ := os.ReadFile(filepath.Join(e.ws, ".git", "index"))
+	cmd := exec.Command(agentdBin, "revert")
+	cmd.Dir, cmd.Env = e.ws, e.env()
+	rout, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("revert: %v\n%s", err, rout)
+	}
+	if !strings.Contains(string(rout), "restored answer.go") || e.read("answer.go") != answerGo {
+		t.Errorf("revert output:\n%s\nanswer.go =\n%s", rout, e.read("answer.go"))
+	}
+	if after, _ := os.ReadFile(filepath.Join(e.ws, ".git", "index")); !bytes.Equal(index, after) {
+		t.Error("revert touched the git index")
+	}
+}
+
+func TestRunRejectedEditLeavesTheFileAndTellsTheModel(t *testing.T) {
+	e := newRunEnv(t)
+	e.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 3"}`)),
+		ollamatest.Text("Understood, I left it."),
+	)
+	out, code := e.runPTY([]answer{{"[y] apply", "n\n"}, {"reason", "three is the wrong answer\n"}}, "run", "change it")
+	if code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	if e.read("answer.go") != answerGo {
+		t.Error("a rejected edit changed the file")
+	}
+	if tr := e.lastToolResult(); !strings.Contains(tr, "three is the wrong answer") {
+		t.Errorf("the model did not get the reason:\n%s", tr)
+	}
+}
+
+func TestRunWithoutATerminalRejectsWhatTheModeDoesNotAllow(t *testing.T) {
+	e := newRunEnv(t)
+	e.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 2"}`)),
+		ollamatest.Text("I could not edit."),
+	)
+	cmd := exec.Command(agentdBin, "run", "change it")
+	cmd.Dir, cmd.Env = e.ws, e.env()
+	cmd.Stdin = nil
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if e.read("answer.go") != answerGo {
+		t.Error("an edit ran without anyone to approve it")
+	}
+	if tr := e.lastToolResult(); !strings.Contains(tr, "no one can approve") {
+		t.Errorf("tool result:\n%s", tr)
+	}
+	// auto-edit applies edits without asking.
+	e.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 2"}`)),
+		ollamatest.Text("Done."),
+	)
+	cmd = exec.Command(agentdBin, "run", "--approval", "auto-edit", "change it")
+	cmd.Dir, cmd.Env = e.ws, e.env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(e.read("answer.go"), "return 2") {
+		t.Error("auto-edit did not apply the edit")
+	}
+}
+
+func TestKilledMidSessionIsResumable(t *testing.T) {
+	e := newRunEnv(t)
+	e.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
+		ollamatest.Reply{Text: "Let me think about", Hang: true})
+	cmd := exec.Command(agentdBin, "run", "first task")
+	cmd.Dir, cmd.Env = e.ws, e.env()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stderr)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(e.ollama.Chats()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("agentd never reached the second model call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	// The session is on disk; find it and resume it.
+	matches, _ := filepath.Glob(filepath.Join(e.home, "state", "agentd", "sessions", "s-*.jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("sessions on disk: %v", matches)
+	}
+	id := strings.TrimSuffix(filepath.Base(matches[0]), ".jsonl")
+	e.ollama.Enqueue(ollamatest.Text("Resumed: the answer is 1."))
+	rc := exec.Command(agentdBin, "run", "--resume", id, "what did you find?")
+	rc.Dir, rc.Env = e.ws, e.env()
+	out, err := rc.CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Resumed: the answer is 1.") {
+		t.Errorf("output:\n%s", out)
+	}
+	last := e.ollama.Chats()[len(e.ollama.Chats())-1].Request.Messages
+	var prompts []string
+	readResult := false
+	for _, m := range last {
+		if m.Role == "user" {
+			prompts = append(prompts, m.Content)
+		}
+		if m.Role == "tool" && strings.Contains(m.Content, "func Answer") {
+			readResult = true
+		}
+	}
+	if len(prompts) != 2 || prompts[0] != "first task" || !readResult {
+		t.Errorf("resumed history: prompts %q, read result kept %v", prompts, readResult)
+	}
+	if !sessionRE.MatchString(string(out)) {
+		t.Errorf("no session line in:\n%s", out)
+	}
+}
+
+func TestDoctorReportsWhatIsMissing(t *testing.T) {
+	e := newRunEnv(t)
+	cmd := exec.Command(agentdBin, "doctor", "--model", "missing:1b")
+	cmd.Env = e.env()
+	out, _ := cmd.CombinedOutput()
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	text := strings.Join(lines, "\n")
+	if !strings.Contains(text, "[ok  ] ollama: reachable") || !strings.Contains(text, "run `ollama pull missing:1b`") {
+		t.Errorf("doctor output:\n%s", text)
+	}
+	if cmd.ProcessState.ExitCode() == 0 {
+		t.Error("doctor exited 0 with the model missing")
+	}
+	// With Ollama down, doctor says how to start it.
+	down := exec.Command(agentdBin, "doctor")
+	down.Env = append(e.env(), "OLLAMA_HOST=127.0.0.1:1")
+	out, _ = down.CombinedOutput()
+	if !strings.Contains(string(out), "ollama serve") {
+		t.Errorf("doctor with Ollama down:\n%s", out)
+	}
+}
