@@ -1,0 +1,69 @@
+// Package sandbox builds the operating-system sandbox every model-proposed shell
+// command runs in. Model output is untrusted: a prompt-injected README can make
+// the model ask to run anything, so the boundary is the kernel, not a parse of
+// the command string.
+//
+// # Layers
+//
+//   - bubblewrap (ModeBwrap, the default): a read-only view of /, a fresh /dev,
+//     /proc, private /tmp and /run, the workspace roots and extra writable dirs
+//     bound read-write, protected paths inside the workspace (.git/hooks,
+//     .git/config, .vscode, …) bound read-only on top, $HOME secrets and
+//     $XDG_RUNTIME_DIR masked, every namespace unshared (no network unless the
+//     policy asks), --die-with-parent, --new-session, its own PID namespace.
+//   - Inside it, the helper mode of the agentd binary (HelperMain) drops all
+//     capabilities, sets no_new_privs, applies Landlock (read everywhere but
+//     the masked secrets, write only to the writable roots) and an
+//     arch-checking seccomp filter, then runs the command as its child and
+//     stays as a child subreaper: when the command exits, or the outer bwrap
+//     process disappears (a lifeline pipe), it kills everything left.
+//   - Without bubblewrap or user namespaces (ModeLandlock), the helper runs
+//     directly: Landlock + seccomp only, AF_UNIX socket creation denied (host
+//     sockets cannot be masked without a mount namespace), and the helper
+//     stays as a child subreaper that kills every descendant when the command
+//     ends. What this mode cannot do is listed in Cmd.Gaps.
+//   - ModeNone runs the command unsandboxed (environment still scrubbed), only
+//     when Policy.Unsandboxed is set: a per-command decision of the user.
+//
+// The package only reports what is missing (Features.Missing, Cmd.Gaps); the
+// approval policy decides what to ask.
+//
+// # Seam with the bash tool
+//
+// Sandbox.Command returns a *Cmd whose embedded *exec.Cmd is not started. The
+// package sets Path, Args, Env, Dir, ExtraFiles (bwrap mode: the lifeline
+// pipe; do not replace them), SysProcAttr{Setsid: true, Pdeathsig: SIGKILL
+// (SIGTERM for the ModeLandlock helper, which then cleans up)} and a Cancel
+// that SIGKILLs the whole process group. The caller sets Stdin (nil →
+// /dev/null), Stdout/Stderr, WaitDelay, may replace Cancel with a TERM →
+// grace → KILL sequence against the group (-Process.Pid), may add fields to
+// SysProcAttr but must not set Setpgid/Setctty/Foreground (Setsid already made
+// the command a session and group leader), starts it with Cmd.Start or
+// Cmd.Run (not Cmd.Cmd.Start: they close the daemon's end of the lifeline),
+// and calls Release after Wait (it sweeps the process group and removes
+// placeholders).
+//
+// Pdeathsig (the command dies with the daemon) is tied, in Go, to the OS
+// thread that started the command: do not call Start from a goroutine that
+// holds runtime.LockOSThread and may exit.
+//
+// Killing: with bubblewrap, the process group holds only the outer bwrap
+// process (the command runs in its own session inside the PID namespace).
+// Any signal that kills the outer bwrap kills the whole sandbox with SIGKILL
+// (--die-with-parent once bwrap's setup is done; the helper's lifeline while
+// it is not), so there is no graceful TERM for the command itself in this
+// mode; and the namespace dies anyway when the command's main process exits,
+// taking background and setsid'd processes with it.
+//
+// In ModeLandlock the group holds the helper and the command; the helper
+// kills leftovers when the command exits and forwards TERM/INT/HUP/QUIT to
+// processes that left the group, so send TERM to the group before KILL. A
+// SIGKILL that reaches the helper first (from the caller, or from the command
+// itself: `kill -9 0`) leaves processes that called setsid running, still
+// confined; without a PID namespace only a cgroup (cgroup.kill) could catch
+// those.
+//
+// Exit status: the command's, or 128+N if it was killed by signal N (159 =
+// SIGSYS, a seccomp kill); ExitHelperFailed (125) when the sandbox could not
+// be set up.
+package sandbox

@@ -1,0 +1,730 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Options configure New.
+type Options struct {
+	// Mode forces a mode (ModeBwrap or ModeLandlock); ModeAuto picks the
+	// strongest available. Forcing an unavailable mode is an error, never a
+	// silent fallback. ModeNone cannot be forced: use Policy.Unsandboxed.
+	Mode Mode
+	// Features, if set, are used instead of running Detect.
+	Features *Features
+	// HelperPath is the binary whose main calls HelperMain; default
+	// os.Executable().
+	HelperPath string
+}
+
+// Sandbox wraps commands for one daemon. It is safe for concurrent use.
+type Sandbox struct {
+	mode   Mode // ModeNone: nothing available (Command fails unless Unsandboxed)
+	feat   Features
+	helper string
+}
+
+// New detects (or takes) the machine's features and chooses the mode.
+func New(opts Options) (*Sandbox, error) {
+	var f Features
+	if opts.Features != nil {
+		f = *opts.Features
+	} else {
+		f = Detect()
+	}
+	helper := opts.HelperPath
+	if helper == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: locating the helper binary: %w", err)
+		}
+		helper = exe
+	}
+	if r, err := filepath.EvalSymlinks(helper); err == nil {
+		helper = r
+	}
+	if !filepath.IsAbs(helper) {
+		return nil, fmt.Errorf("sandbox: helper path %q is not absolute", helper)
+	}
+	s := &Sandbox{feat: f, helper: helper}
+	switch opts.Mode {
+	case ModeAuto:
+		s.mode = f.BestMode()
+	case ModeBwrap, ModeLandlock:
+		if !f.Usable(opts.Mode) {
+			return nil, fmt.Errorf("%w: mode %s forced but not available: %s", ErrUnavailable, opts.Mode, strings.Join(f.Missing(), "; "))
+		}
+		s.mode = opts.Mode
+	default:
+		return nil, fmt.Errorf("sandbox: mode %s cannot be forced (use Policy.Unsandboxed per command)", opts.Mode)
+	}
+	return s, nil
+}
+
+// Mode is the mode commands run in (ModeNone: no sandbox is available).
+func (s *Sandbox) Mode() Mode { return s.mode }
+
+// Features are the measured features this Sandbox decided on.
+func (s *Sandbox) Features() Features { return s.feat }
+
+// Describe is the approval-prompt line for a command under p.
+func (s *Sandbox) Describe(p Policy) string {
+	if p.Unsandboxed {
+		return s.feat.Summary(ModeNone, p.Network)
+	}
+	return s.feat.Summary(s.mode, p.Network)
+}
+
+// Cmd is a wrapped command, not yet started.
+type Cmd struct {
+	*exec.Cmd
+	// Mode the command runs in.
+	Mode Mode
+	// Summary is the approval-prompt line ("bubblewrap + Landlock ABI 7 +
+	// seccomp; network off").
+	Summary string
+	// Gaps lists the protections NOT in force for this command, for the
+	// approval policy and the UI. Empty means everything this package can
+	// do is in force.
+	Gaps []string
+
+	once    sync.Once
+	release func()
+	// lifeline is the daemon's copies of the lifeline pipe (bwrap mode):
+	// the write end is closed right after Start, the read end (which
+	// absorbs bwrap's status JSON, so bwrap never hits a closed pipe) at
+	// Release.
+	lifeline []*os.File
+}
+
+// Start starts the command and then closes the daemon's copy of the
+// lifeline pipe's write end, so that only the outer bwrap holds it (see
+// helperConfig.Lifeline). Use it (or Run, Output, CombinedOutput) rather than
+// c.Cmd.Start: with the latter, a bwrap killed during its setup is noticed
+// only at Release.
+func (c *Cmd) Start() error {
+	err := c.Cmd.Start()
+	if len(c.lifeline) > 0 {
+		c.lifeline[0].Close() // write end
+		c.lifeline = c.lifeline[1:]
+	}
+	if err != nil {
+		c.closeLifeline()
+	}
+	return err
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output.
+func (c *Cmd) Output() ([]byte, error) {
+	if c.Stdout != nil {
+		return nil, errors.New("sandbox: Stdout already set")
+	}
+	var b bytes.Buffer
+	c.Stdout = &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// CombinedOutput runs the command and returns its standard output and error.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	if c.Stdout != nil || c.Stderr != nil {
+		return nil, errors.New("sandbox: Stdout or Stderr already set")
+	}
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+func (c *Cmd) closeLifeline() {
+	for _, f := range c.lifeline {
+		f.Close()
+	}
+	c.lifeline = nil
+}
+
+// Release cleans up after the command: it SIGKILLs whatever is left in the
+// command's process group (bubblewrap can leave a half-set-up process there
+// when it is killed early; an unsandboxed command can leave background jobs),
+// and removes the empty read-only placeholders created for missing protected
+// paths once no other running command uses them. Call it after Wait (or if
+// the command is never started). It is idempotent.
+//
+// The sweep signals the process group id = the command's pid; that number
+// cannot be reused as a group id while any member is alive, and pids are not
+// recycled within the moment between Wait and Release in practice.
+func (c *Cmd) Release() {
+	c.once.Do(func() {
+		if c.Process != nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		}
+		c.closeLifeline()
+		if c.release != nil {
+			c.release()
+		}
+	})
+}
+
+// Command wraps argv (e.g. {"bash", "-c", script}) to run in dir under p.
+// The returned command is not started; see the package documentation for
+// what the caller sets. The caller must call Release after Wait.
+func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir string) (*Cmd, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, fmt.Errorf("%w: empty argv", ErrPolicy)
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("%w: working directory %q is not absolute", ErrPolicy, dir)
+	}
+	env := p.env()
+
+	if p.Unsandboxed {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		finish(cmd, env, dir, syscall.SIGKILL)
+		return &Cmd{Cmd: cmd, Mode: ModeNone, Summary: s.Describe(p),
+			Gaps: []string{"UNSANDBOXED: the command can read, write and connect to anything this user can"}}, nil
+	}
+	if s.mode == ModeNone {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(s.feat.Missing(), "; "))
+	}
+
+	w, err := resolveWritable(p)
+	if err != nil {
+		return nil, err
+	}
+	cfg := helperConfig{
+		Landlock: s.feat.LandlockABI >= 1,
+		Seccomp:  s.feat.Seccomp,
+		Writable: w.all,
+	}
+	for _, sp := range p.secretPaths() {
+		if _, err := os.Lstat(sp); err == nil {
+			cfg.DenyRead = append(cfg.DenyRead, sp)
+		}
+	}
+	var gaps []string
+	if !cfg.Landlock {
+		gaps = append(gaps, "no Landlock: "+orUnknown(s.feat.LandlockErr))
+	}
+	if !cfg.Seccomp {
+		gaps = append(gaps, "no seccomp: ptrace, io_uring, mount and socket syscalls are not filtered ("+orUnknown(s.feat.SeccompErr)+")")
+	}
+
+	var cmd *exec.Cmd
+	var lifeline []*os.File
+	release := func() {}
+	switch s.mode {
+	case ModeBwrap:
+		cfg.Inet = p.Network || p.PrivateLoopback
+		cfg.DenyUnix = p.DenyUnixSockets
+		cfg.Writable = append(cfg.Writable, "/tmp", "/dev/shm")
+		cfg.WritableFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
+		cfg.DevFiles = []string{"/dev/tty", "/dev/pts", "/dev/ptmx"}
+		plan, err := s.planBwrap(p, w, dir)
+		if err != nil {
+			return nil, err
+		}
+		release = plan.release
+		// The lifeline: ExtraFiles become fds 3 (write end, bwrap's
+		// --json-status-fd, held by the outer bwrap only) and 4 (read
+		// end, passed through to the helper).
+		lr, lw, err := os.Pipe()
+		if err != nil {
+			release()
+			return nil, err
+		}
+		lifeline = []*os.File{lw, lr}
+		cfg.Supervise = true
+		cfg.Lifeline = 4
+		plan.args = append(plan.args, "--json-status-fd", "3")
+		gaps = append(gaps, plan.gaps...)
+		if p.Network {
+			gaps = append(gaps, "network ON: the host network namespace is shared, including services listening on 127.0.0.1")
+		}
+		cj, err := json.Marshal(cfg)
+		if err != nil {
+			release()
+			lw.Close()
+			lr.Close()
+			return nil, err
+		}
+		args := append(plan.args, "--", s.helper, HelperArg, string(cj), "--")
+		cmd = exec.CommandContext(ctx, s.feat.BwrapPath, append(args, argv...)...)
+		cmd.ExtraFiles = lifeline
+	case ModeLandlock:
+		cfg.Inet = p.Network
+		cfg.DenyUnix = true
+		cfg.Supervise = true
+		cfg.WritableFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
+		cfg.DevFiles = []string{"/dev/tty"}
+		cfg.ReadFiles = []string{"/dev/random", "/dev/urandom"}
+		// Host ptys (other terminals of this user), /dev/shm and the rest.
+		cfg.DenyRead = append(cfg.DenyRead, "/dev")
+		if under(s.helper, w.all) {
+			return nil, fmt.Errorf("%w: the helper binary %s is inside a writable directory; the command could replace it", ErrPolicy, s.helper)
+		}
+		gaps = append(gaps,
+			"no mount namespace: protected paths (.git/hooks, .vscode, …) are writable",
+			"no PID namespace: leftover processes are killed by the helper when the command ends; processes that called setsid survive a SIGKILL sent straight to the helper",
+			"host unix sockets: unreachable only because socket(AF_UNIX) is denied (breaks tools that use unix sockets)",
+			"no private /tmp: TMPDIR points to the session tmp dir, the host /tmp is read-only",
+			"other processes' command lines in /proc are readable")
+		for _, sp := range p.secretPaths() {
+			if under(sp, w.all) {
+				gaps = append(gaps, fmt.Sprintf("secret %s is inside a writable directory: readable", sp))
+			}
+		}
+		if p.Network {
+			gaps = append(gaps, "network ON: no network namespace, every host and local service is reachable")
+		}
+		cj, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.CommandContext(ctx, s.helper, append([]string{HelperArg, string(cj), "--"}, argv...)...)
+	default:
+		return nil, fmt.Errorf("%w: unknown mode %s", ErrUnavailable, s.mode)
+	}
+	deathSig := syscall.SIGKILL
+	if s.mode == ModeLandlock {
+		deathSig = syscall.SIGTERM
+	}
+	finish(cmd, env, dir, deathSig)
+	return &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline}, nil
+}
+
+// finish sets the parts of the command every mode shares. deathSig is what
+// the command's first process gets when the daemon dies: SIGKILL for bwrap
+// (its --die-with-parent takes the namespace down) and unsandboxed commands,
+// SIGTERM for the ModeLandlock helper, which then kills every descendant
+// before exiting (a SIGKILLed helper could not).
+func finish(cmd *exec.Cmd, env []string, dir string, deathSig syscall.Signal) {
+	cmd.Env = env
+	cmd.Dir = dir
+	// A new session: a new process group whose id is the pid (kill it with
+	// syscall.Kill(-pid, sig)) and no controlling terminal (no /dev/tty,
+	// no TIOCSTI into the user's terminal).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: deathSig}
+	cmd.Cancel = func() error {
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+}
+
+// writableSet are the canonical writable directories.
+type writableSet struct {
+	roots []string // workspace roots
+	all   []string // roots, WritableDirs, TmpDir
+}
+
+func resolveWritable(p Policy) (writableSet, error) {
+	var w writableSet
+	canon := func(what, d string) (string, error) {
+		if !filepath.IsAbs(d) {
+			return "", fmt.Errorf("%w: %s %q is not absolute", ErrPolicy, what, d)
+		}
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s %q: %v", ErrPolicy, what, d, err)
+		}
+		st, err := os.Stat(r)
+		if err != nil || !st.IsDir() {
+			return "", fmt.Errorf("%w: %s %q is not a directory", ErrPolicy, what, d)
+		}
+		if r == "/" {
+			return "", fmt.Errorf("%w: %s cannot be /", ErrPolicy, what)
+		}
+		return r, nil
+	}
+	if len(p.WorkspaceRoots) == 0 {
+		return w, fmt.Errorf("%w: no workspace root", ErrPolicy)
+	}
+	for _, d := range p.WorkspaceRoots {
+		r, err := canon("workspace root", d)
+		if err != nil {
+			return w, err
+		}
+		w.roots = append(w.roots, r)
+	}
+	w.all = slices.Clone(w.roots)
+	extra := slices.Clone(p.WritableDirs)
+	if p.TmpDir != "" {
+		extra = append(extra, p.TmpDir)
+	}
+	for _, d := range extra {
+		r, err := canon("writable dir", d)
+		if err != nil {
+			return w, err
+		}
+		if !slices.Contains(w.all, r) {
+			w.all = append(w.all, r)
+		}
+	}
+	return w, nil
+}
+
+// under reports whether p is one of dirs or below one.
+func under(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") || d == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// depth is the number of components of a clean absolute path.
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// mountOp is one bubblewrap mount argument group.
+type mountOp struct {
+	args []string
+	dst  string
+}
+
+// bwrapPlan is the argument list and host-side state of one command.
+type bwrapPlan struct {
+	args    []string
+	gaps    []string
+	release func()
+}
+
+// planBwrap builds the bubblewrap arguments. Mounts are applied in order of
+// destination depth (stable), so a mount always lands on top of the mounts of
+// its ancestors: tmpfs /tmp, then the workspace below it, then .git pinned,
+// then .git/hooks read-only.
+func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string) (*bwrapPlan, error) {
+	prot, err := p.protectedPaths()
+	if err != nil {
+		return nil, err
+	}
+	var ops []mountOp
+	add := func(dst string, args ...string) { ops = append(ops, mountOp{args: args, dst: dst}) }
+	add("/", "--ro-bind", "/", "/")
+	add("/dev", "--dev", "/dev")
+	add("/proc", "--proc", "/proc")
+	masked := []string{"/dev", "/proc", "/tmp", "/run"}
+	add("/tmp", "--tmpfs", "/tmp")
+	// /run holds the system D-Bus socket, docker.sock, systemd's private
+	// socket and $XDG_RUNTIME_DIR (/run/user/UID).
+	add("/run", "--tmpfs", "/run")
+
+	plan := &bwrapPlan{release: func() {}}
+	for _, sp := range p.secretPaths() {
+		if _, err := os.Lstat(sp); err != nil {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(sp)
+		if err != nil {
+			continue
+		}
+		st, err := os.Stat(real)
+		if err != nil || real == "/" {
+			continue
+		}
+		if under(real, w.all) {
+			plan.gaps = append(plan.gaps, fmt.Sprintf("secret %s is inside a writable directory: not masked", sp))
+			continue
+		}
+		if under(real, masked) {
+			continue
+		}
+		if st.IsDir() {
+			add(real, "--tmpfs", real)
+		} else {
+			add(real, "--ro-bind", "/dev/null", real)
+		}
+		masked = append(masked, real)
+	}
+	if p.Network {
+		// /etc/resolv.conf often points into /run (systemd-resolved).
+		if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && r != "/etc/resolv.conf" && under(r, masked) {
+			add(r, "--ro-bind", r, r)
+		}
+	}
+	for _, d := range w.all {
+		add(d, "--bind", d, d)
+	}
+
+	pl := &protectPlanner{writable: w.all}
+	for _, root := range w.roots {
+		for _, rel := range prot {
+			if err := pl.protect(root, filepath.Join(root, rel), 0); err != nil {
+				pl.releaseAll()
+				return nil, err
+			}
+		}
+	}
+	for _, m := range pl.ops {
+		add(m.dst, m.args...)
+	}
+	plan.gaps = append(plan.gaps, pl.gaps...)
+	plan.release = pl.releaseAll
+
+	// The helper must be visible (and read-only) inside: the test binary
+	// lives under /tmp, a developer's build may live in the workspace.
+	if under(s.helper, masked) || under(s.helper, w.all) {
+		add(s.helper, "--ro-bind", s.helper, s.helper)
+	}
+
+	sort.SliceStable(ops, func(i, j int) bool { return depth(ops[i].dst) < depth(ops[j].dst) })
+	args := bwrapBaseArgs(p.Network)
+	for _, o := range ops {
+		args = append(args, o.args...)
+	}
+	args = append(args, "--chdir", dir)
+	plan.args = args
+	return plan, nil
+}
+
+// protectPlanner computes the mounts that keep protected paths read-only.
+type protectPlanner struct {
+	writable []string
+	ops      []mountOp
+	gaps     []string
+	held     []string          // placeholders acquired
+	state    map[string]string // path → "pin" or "ro"
+}
+
+func (pl *protectPlanner) roBind(p string) {
+	if pl.state == nil {
+		pl.state = map[string]string{}
+	}
+	if pl.state[p] == "ro" {
+		return
+	}
+	// After a pin of the same path (same depth, stable order): on top of it.
+	pl.state[p] = "ro"
+	pl.ops = append(pl.ops, mountOp{args: []string{"--ro-bind", p, p}, dst: p})
+}
+
+// pin binds a directory onto itself (read-write) so that it becomes a mount
+// point: rename(2) and rmdir(2) of a mount point fail with EBUSY, so the
+// command cannot move .git away and put a fresh one (with hooks) in its place.
+func (pl *protectPlanner) pin(p string) {
+	if pl.state == nil {
+		pl.state = map[string]string{}
+	}
+	if pl.state[p] == "" { // never re-open a path already bound read-only
+		pl.state[p] = "pin"
+		pl.ops = append(pl.ops, mountOp{args: []string{"--bind", p, p}, dst: p})
+	}
+}
+
+func (pl *protectPlanner) writableRootOf(p string) string {
+	for _, d := range pl.writable {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return d
+		}
+	}
+	return ""
+}
+
+// protect makes target (an absolute path below a writable root) read-only:
+// every existing intermediate directory is pinned, the path itself is bound
+// read-only; the first missing component gets an empty read-only placeholder
+// directory; a symlink component is handled by protectSymlink.
+func (pl *protectPlanner) protect(root, target string, hops int) error {
+	rel, err := filepath.Rel(root, target)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return nil
+	}
+	comps := strings.Split(rel, "/")
+	cur := root
+	retries := 0
+	for i := 0; i < len(comps); i++ {
+		parent := cur
+		cur = filepath.Join(cur, comps[i])
+		last := i == len(comps)-1
+		if sharePlaceholder(cur) {
+			// Another running command's placeholder: share it, so that it
+			// is not removed while this command has it mounted.
+			pl.held = append(pl.held, cur)
+			pl.roBind(cur)
+			return nil
+		}
+		fi, err := os.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			created, err := acquirePlaceholder(cur)
+			if err != nil {
+				return fmt.Errorf("sandbox: placeholder for protected path %s: %w", cur, err)
+			}
+			if !created {
+				// Appeared meanwhile: look again.
+				if retries++; retries > 3 {
+					return fmt.Errorf("sandbox: protected path %s keeps changing", cur)
+				}
+				cur = parent
+				i--
+				continue
+			}
+			pl.held = append(pl.held, cur)
+			pl.roBind(cur)
+			return nil
+		case err != nil:
+			return fmt.Errorf("sandbox: protected path %s: %w", cur, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return pl.protectSymlink(parent, cur, hops)
+		case last || !fi.IsDir():
+			pl.roBind(cur)
+			return nil
+		default:
+			pl.pin(cur)
+		}
+	}
+	return nil
+}
+
+// protectSymlink handles a protected path (or one of its directories) that is
+// a symlink. A mount cannot be placed on a symlink (mount(2) follows it), so:
+// the target, when it is inside a writable directory, is protected in turn;
+// the link entry itself is protected by making its parent directory
+// read-only, unless the parent is a writable root, which cannot be made
+// read-only as a whole: that residual risk (the command can replace the link)
+// is reported as a gap.
+func (pl *protectPlanner) protectSymlink(parent, link string, hops int) error {
+	if pl.writableRootOf(parent) != parent {
+		pl.roBind(parent)
+	} else {
+		pl.gaps = append(pl.gaps, fmt.Sprintf("protected path %s is a symlink directly in a writable root: its target is protected, but the link itself can be replaced", link))
+	}
+	if hops >= 8 {
+		return nil
+	}
+	t, err := os.Readlink(link)
+	if err != nil {
+		return nil
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(parent, t)
+	}
+	t = filepath.Clean(t)
+	if r := pl.writableRootOf(t); r != "" {
+		return pl.protect(r, t, hops+1)
+	}
+	return nil
+}
+
+func (pl *protectPlanner) releaseAll() {
+	for _, h := range pl.held {
+		releasePlaceholder(h)
+	}
+	pl.held = nil
+}
+
+// Placeholders for missing protected paths are empty directories (mode 0555)
+// created on the host, bound read-only in the sandbox and removed again when
+// the last command using them is released. They are process-wide so that two
+// concurrent commands never remove a placeholder the other one still has
+// mounted (removing a mount point on the host would detach the mount in the
+// running sandbox).
+var placeholders = struct {
+	sync.Mutex
+	m map[string]*placeholder
+}{m: map[string]*placeholder{}}
+
+type placeholder struct {
+	refs     int
+	dev, ino uint64
+}
+
+func statID(p string) (dev, ino uint64, ok bool) {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return 0, 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Dev, st.Ino, true
+}
+
+// acquirePlaceholder creates (or shares) the placeholder at p. created is
+// false when p came into existence by someone else.
+func acquirePlaceholder(p string) (created bool, err error) {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	if ph := placeholders.m[p]; ph != nil {
+		if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
+			ph.refs++
+			return true, nil
+		}
+		delete(placeholders.m, p)
+	}
+	if err := os.Mkdir(p, 0o555); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	dev, ino, ok := statID(p)
+	if !ok {
+		return false, fmt.Errorf("placeholder %s vanished", p)
+	}
+	placeholders.m[p] = &placeholder{refs: 1, dev: dev, ino: ino}
+	return true, nil
+}
+
+// sharePlaceholder takes a reference on p if p is a live placeholder.
+func sharePlaceholder(p string) bool {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	ph := placeholders.m[p]
+	if ph == nil {
+		return false
+	}
+	if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
+		ph.refs++
+		return true
+	}
+	delete(placeholders.m, p)
+	return false
+}
+
+func releasePlaceholder(p string) {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	ph := placeholders.m[p]
+	if ph == nil {
+		return
+	}
+	ph.refs--
+	if ph.refs > 0 {
+		return
+	}
+	delete(placeholders.m, p)
+	if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
+		_ = os.Remove(p) // fails harmlessly if someone put files in it
+	}
+}

@@ -1,0 +1,17 @@
+//go:build linux && arm64
+
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+// nativeAuditArch is the only seccomp_data.arch value allowed through; AArch32
+// compat syscalls report AUDIT_ARCH_ARM and are killed.
+const nativeAuditArch = unix.AUDIT_ARCH_AARCH64
+
+// x32SyscallBit is x86-64 only.
+const x32SyscallBit = 0
+
+// archDenied are architecture-specific syscalls denied in addition to commonDenied.
+var archDenied = []uint32{}
+
+const archName = "aarch64"

@@ -1,0 +1,64 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+)
+
+// Options configure New.
+type Options struct {
+	Mode       Mode
+	Features   *Features
+	HelperPath string
+}
+
+// Sandbox is unavailable on this OS.
+type Sandbox struct{}
+
+// Cmd is a wrapped command.
+type Cmd struct {
+	*exec.Cmd
+	Mode    Mode
+	Summary string
+	Gaps    []string
+}
+
+// Release is a no-op here.
+func (c *Cmd) Release() {}
+
+// Detect reports that nothing is available on this OS.
+func Detect() Features {
+	return Features{Arch: runtime.GOARCH, BwrapErr: "not Linux", LandlockErr: "not Linux", SeccompErr: "not Linux"}
+}
+
+// New always fails: the sandbox needs Linux.
+func New(Options) (*Sandbox, error) {
+	return nil, fmt.Errorf("%w: the sandbox needs Linux", ErrUnavailable)
+}
+
+// Mode is ModeNone.
+func (s *Sandbox) Mode() Mode { return ModeNone }
+
+// Features are empty.
+func (s *Sandbox) Features() Features { return Detect() }
+
+// Describe describes no sandbox.
+func (s *Sandbox) Describe(Policy) string { return Detect().Summary(ModeNone, false) }
+
+// Command fails.
+func (s *Sandbox) Command(context.Context, Policy, []string, string) (*Cmd, error) {
+	return nil, fmt.Errorf("%w: the sandbox needs Linux", ErrUnavailable)
+}
+
+// HelperMain refuses helper mode on this OS.
+func HelperMain() {
+	if len(os.Args) >= 2 && os.Args[1] == HelperArg {
+		fmt.Fprintln(os.Stderr, "agentd sandbox: helper mode needs Linux")
+		os.Exit(ExitHelperFailed)
+	}
+}
