@@ -120,7 +120,8 @@ func (c *client) Notify(ctx context.Context, method string, params json.RawMessa
 	switch method {
 	case "initialized", "$/setTrace", "workspace/didChangeConfiguration":
 	case "exit":
-		c.conn.Close()
+		// Close waits for handlers, this one included: close from another goroutine.
+		go c.conn.Close()
 	case "textDocument/didOpen":
 		err = c.didOpen(params)
 	case "textDocument/didChange":
