@@ -270,8 +270,19 @@ func (h *Harness) build(writer fsafe.Writer) error {
 	if err := os.MkdirAll(h.tmpDir, 0o700); err != nil {
 		return err
 	}
+	// Commands get agentd's own Go build cache: shared by sessions so builds stay warm, but
+	// separate from the user's, so a command cannot plant objects the user's own builds would use.
+	gocache := filepath.Join(rt.store.Dir(), "cache", "go-build")
+	if err := os.MkdirAll(gocache, 0o700); err != nil {
+		return err
+	}
 	bash := builtin.BashConfig{Sandbox: rt.sandbox, SpillDir: filepath.Join(h.tmpDir, "spill"),
-		Policy: sandbox.Policy{TmpDir: h.tmpDir}}
+		Policy: sandbox.Policy{
+			TmpDir:         h.tmpDir,
+			WritableDirs:   []string{gocache},
+			SetEnv:         []string{"GOCACHE=" + gocache},
+			ProtectedPaths: sandbox.DefaultProtectedPaths,
+		}}
 	if rt.sandbox == nil {
 		bash.Runner = unavailableRunner{rt}
 	}

@@ -239,7 +239,7 @@ func (a *terminalAsker) Ask(ctx context.Context, q daemon.Question) (daemon.Answ
 	case "command":
 		c := q.Call.Preview.Command
 		cmd := c.Argv[len(c.Argv)-1]
-		fmt.Fprintf(w, "  %s %s\n  in %s, sandbox: %s, network: %v, timeout %ds\n", t.paint("1", "$"), cmd, c.Cwd, c.Sandbox, c.Network, c.TimeoutMS/1000)
+		fmt.Fprintf(w, "  %s %s\n  in %s; sandbox: %s; timeout %ds\n", t.paint("1", "$"), cmd, c.Cwd, c.Sandbox, c.TimeoutMS/1000)
 		options = "[y] run  [n] reject (with a reason)  [q] cancel the turn"
 		if len(q.Grants) > 0 {
 			g := q.Grants[0]

@@ -1,0 +1,137 @@
+package builtin
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/fsafe"
+	"github.com/agentd/agentd/tools/search"
+)
+
+//go:embed grep.md
+var grepDescription string
+
+// GrepArgs are the arguments of grep.
+type GrepArgs struct {
+	Pattern         string `json:"pattern" jsonschema_description:"Regular expression to search for (Go RE2 syntax), or plain text with literal=true."`
+	Path            string `json:"path,omitempty" jsonschema_description:"File or directory to search, relative to the workspace root (default: the root)."`
+	Glob            string `json:"glob,omitempty" jsonschema_description:"Only search files whose path matches this glob, e.g. *.go or src/**/*.{ts,tsx}."`
+	Exclude         string `json:"exclude,omitempty" jsonschema_description:"Skip files whose path matches this glob, e.g. *_test.go."`
+	Literal         bool   `json:"literal,omitempty" jsonschema_description:"Treat pattern as plain text, not a regular expression."`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema_description:"Ignore upper/lower case."`
+	Context         int    `json:"context,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context to show before and after each match (content mode)."`
+	Before          int    `json:"before,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context before each match (overrides context)."`
+	After           int    `json:"after,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context after each match (overrides context)."`
+	OutputMode      string `json:"output_mode,omitempty" jsonschema:"enum=content,enum=files_with_matches,enum=count" jsonschema_description:"content (matching lines, the default), files_with_matches (paths only) or count (matches per file)."`
+	HeadLimit       int    `json:"head_limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"At most this many matching lines (content) or files (other modes); default 100."`
+}
+
+var grepSpec = tools.NewSpec[GrepArgs]()
+
+type grepTool struct{ *env }
+
+var (
+	_ tools.Validator          = (*grepTool)(nil)
+	_ tools.PermissionMetadata = (*grepTool)(nil)
+)
+
+func (t *grepTool) Name() string        { return "grep" }
+func (t *grepTool) Description() string { return grepDescription }
+func (t *grepTool) Spec() *tools.Spec   { return grepSpec }
+
+func (t *grepTool) Label(args any) string {
+	return "Search for " + cutRunes(args.(*GrepArgs).Pattern, 60)
+}
+func (t *grepTool) ReadOnly(any) bool                     { return true }
+func (t *grepTool) ConcurrencySafe(any) bool              { return true }
+func (t *grepTool) InterruptBehavior(any) tools.Interrupt { return tools.InterruptCancel }
+
+var grepRenames = renamer{
+	"include": "glob", "file_pattern": "glob", "filePattern": "glob",
+	"fixed_strings": "literal", "fixedStrings": "literal", "-F": "literal",
+	"ignore_case": "case_insensitive", "caseInsensitive": "case_insensitive", "-i": "case_insensitive",
+	"-C": "context", "context_lines": "context", "-B": "before", "-A": "after",
+	"outputMode": "output_mode", "headLimit": "head_limit", "max_results": "head_limit",
+	"query": "pattern", "regex": "pattern",
+}
+
+// grepModes maps the output modes models use to the schema's.
+var grepModes = map[string]string{"files": "files_with_matches", "files_with_match": "files_with_matches", "matches": "content", "lines": "content"}
+
+func (t *grepTool) CompatArgs(args map[string]any) map[string]any {
+	args = grepRenames.apply(args)
+	if m, ok := args["output_mode"].(string); ok {
+		if to, ok := grepModes[m]; ok {
+			args["output_mode"] = to
+		}
+	}
+	return args
+}
+
+func (t *grepTool) Permission(call *tools.Call) tools.Permission {
+	return t.permission(tools.ArgsOf[GrepArgs](call).Path, tools.AccessRead)
+}
+
+// Validate confines the path; the pattern is checked by the search itself (invalid_args).
+func (t *grepTool) Validate(_ context.Context, call *tools.Call) error {
+	_, err := t.target(tools.ArgsOf[GrepArgs](call).Path)
+	return err
+}
+
+// target resolves the file or directory to search.
+func (t *grepTool) target(path string) (fsafe.Path, error) {
+	p, err := t.resolve(path)
+	if err != nil {
+		return fsafe.Path{}, err
+	}
+	if !p.Exists() {
+		return fsafe.Path{}, tools.Errorf(tools.NotFound, "%s does not exist; use ls or glob to find the right path", t.show(p))
+	}
+	return p, nil
+}
+
+func (t *grepTool) Execute(ctx context.Context, call *tools.Call) (tools.Output, error) {
+	a := tools.ArgsOf[GrepArgs](call)
+	p, err := t.target(a.Path)
+	if err != nil {
+		return tools.Output{}, err
+	}
+	opts := search.GrepOptions{
+		Root: p.Root(), Pattern: a.Pattern, Literal: a.Literal, IgnoreCase: a.CaseInsensitive,
+		Before: a.Context, After: a.Context, MaxResults: a.HeadLimit,
+		Overlay: t.search.Overlay, Engine: t.search.Engine, RgPath: t.search.RgPath,
+	}
+	if p.Rel() != "." {
+		opts.Paths = []string{p.Rel()}
+	}
+	if a.Glob != "" {
+		opts.Include = []string{a.Glob}
+	}
+	if a.Exclude != "" {
+		opts.Exclude = []string{a.Exclude}
+	}
+	if a.Before > 0 {
+		opts.Before = a.Before
+	}
+	if a.After > 0 {
+		opts.After = a.After
+	}
+	if opts.MaxResults <= 0 {
+		opts.MaxResults = t.limits.GrepResults
+	}
+	switch a.OutputMode {
+	case "files_with_matches":
+		opts.Mode = search.ModeFiles
+	case "count":
+		opts.Mode = search.ModeCount
+	default:
+		opts.Mode = search.ModeContent
+	}
+	res, err := search.Grep(ctx, opts)
+	if err != nil {
+		return tools.Output{}, searchErr(ctx, err)
+	}
+	return tools.Output{Text: res.Render(), Details: res,
+		Meta: tools.Meta{Truncated: res.OmittedFiles > 0 || res.OmittedMatches > 0}}, nil
+}
