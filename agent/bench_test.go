@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -65,5 +66,80 @@ func BenchmarkScheduler64x10ms(b *testing.B) {
 			}
 			b.ReportMetric(float64(total)/float64(b.N)/float64(ideal), "x-ideal")
 		})
+	}
+}
+
+// BenchmarkLoopStep measures the loop's own cost per model step and per tool round trip against
+// a zero-latency model: each iteration is one turn of two steps (a tool call, then an answer).
+func BenchmarkLoopStep(b *testing.B) {
+	reg, _ := tools.NewRegistry(&fakeTool{name: "read", readOnly: true})
+	m := &instantModel{}
+	ends := make(chan struct{}, 1)
+	s, err := NewSession(SessionConfig{ID: "bench", Model: m, Info: ModelInfo{Tools: true}, NumCtx: 1 << 20,
+		Kernel: Config{Registry: reg}, Sink: func(e Event) {
+			if _, ok := e.(TurnEnd); ok {
+				ends <- struct{}{}
+			}
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%50 == 49 { // a fresh session every 50 turns: the cost of a typical session, not of one endless one
+			b.StopTimer()
+			s.Close()
+			if s, err = NewSession(s.cfg); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if _, err := s.Prompt("go"); err != nil {
+			b.Fatal(err)
+		}
+		<-ends
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "ns/step")
+	s.Close()
+}
+
+// instantModel alternates a tool call and an answer, with no latency.
+type instantModel struct{ n int }
+
+func (m *instantModel) Info(context.Context) (ModelInfo, error) { return ModelInfo{Tools: true}, nil }
+
+func (m *instantModel) Chat(ctx context.Context, req *ModelRequest, onDelta func(Delta)) (*ModelResponse, error) {
+	m.n++
+	if m.n%2 == 1 {
+		return &ModelResponse{Message: Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: fmt.Sprintf("c%d", m.n), Name: "read", Arguments: []byte(`{"path":"a"}`)}}},
+			DoneReason: "stop", Usage: Usage{PromptTokens: 100}}, nil
+	}
+	onDelta(Delta{Text: "done"})
+	return &ModelResponse{Message: Message{Role: RoleAssistant, Content: "done"}, DoneReason: "stop", Usage: Usage{PromptTokens: 100}}, nil
+}
+
+// BenchmarkIdleSessionMemory reports the heap an idle session holds beyond its history.
+func BenchmarkIdleSessionMemory(b *testing.B) {
+	reg, _ := tools.NewRegistry(&fakeTool{name: "read", readOnly: true})
+	const n = 200
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		sessions := make([]*Session, n)
+		for i := range sessions {
+			s, err := NewSession(SessionConfig{ID: "s", Model: &instantModel{}, Info: ModelInfo{Tools: true}, NumCtx: 32768,
+				Kernel: Config{Registry: reg}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sessions[i] = s
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/session")
+		for _, s := range sessions {
+			s.Close()
+		}
 	}
 }

@@ -37,7 +37,7 @@ func tokensOf(m Message) int {
 // estimate returns the expected prompt tokens of the next request: the server's count for the
 // last request and reply, plus an estimate for what was appended since.
 func (s *Session) estimate() int {
-	h := s.History()
+	h := s.history // only the loop goroutine calls estimate: no copy needed
 	from := s.lastCount
 	if s.lastTokens == 0 || from > len(h) {
 		from = 0

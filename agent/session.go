@@ -420,7 +420,9 @@ func resultText(r tools.Result) string {
 // user messages and calls stay in the assistant's text, because templates of models without tool
 // support drop tool roles. The conversion is deterministic, so the prefix stays stable.
 func (s *Session) requestMessages() []Message {
-	h := s.History()
+	// The loop goroutine is the only writer of history: it may read it without a copy. The cap is
+	// clipped so that an append by the loop can never write into a slice a request still holds.
+	h := s.history[:len(s.history):len(s.history)]
 	if !s.textTools {
 		return h
 	}
