@@ -63,9 +63,11 @@ const DefaultModel = "qwen3:8b"
 // Runtime is the process-wide state: stores, the overlay of open documents, workspaces and the
 // sandbox. Sessions are built from it (Open).
 type Runtime struct {
-	opts       Options
-	store      *store.Store
-	overlay    *Overlay
+	opts    Options
+	store   *store.Store
+	overlay *Overlay
+	// sandbox, sandboxErr and features are set by the probe, before probed is closed.
+	probed     chan struct{}
 	sandbox    *sandbox.Sandbox
 	sandboxErr error
 	features   sandbox.Features
@@ -113,14 +115,25 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{opts: opts, store: st, overlay: newOverlay(), workspaces: map[string]*workspace{}}
-	rt.features = sandbox.Detect()
-	rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features})
-	if rt.sandboxErr != nil {
-		slog.Warn("no sandbox: commands cannot run", "err", rt.sandboxErr, "features", rt.features.Describe())
-	}
+	rt := &Runtime{opts: opts, store: st, overlay: newOverlay(), workspaces: map[string]*workspace{},
+		probed: make(chan struct{})}
+	// Probing the sandbox starts processes (tens of milliseconds): do it in the background so
+	// the daemon answers initialize at once. Sessions wait for it (probe).
+	go func() {
+		defer close(rt.probed)
+		start := time.Now()
+		rt.features = sandbox.Detect()
+		rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features})
+		slog.Debug("sandbox probed", "took", time.Since(start), "features", rt.features.Describe())
+		if rt.sandboxErr != nil {
+			slog.Warn("no sandbox: commands cannot run", "err", rt.sandboxErr, "features", rt.features.Describe())
+		}
+	}()
 	return rt, nil
 }
+
+// probe waits for the sandbox probe.
+func (rt *Runtime) probe() { <-rt.probed }
 
 // OllamaModels makes Ollama clients.
 func OllamaModels(host, model string) (ModelClient, error) {
@@ -138,6 +151,7 @@ func (rt *Runtime) Options() Options { return rt.opts }
 
 // SandboxSummary says how commands are confined, for prompts and status.
 func (rt *Runtime) SandboxSummary() string {
+	rt.probe()
 	if rt.sandbox == nil {
 		return "unavailable: " + strings.Join(rt.features.Missing(), "; ")
 	}
@@ -145,7 +159,20 @@ func (rt *Runtime) SandboxSummary() string {
 }
 
 // Features returns the sandbox features of this machine.
-func (rt *Runtime) Features() sandbox.Features { return rt.features }
+func (rt *Runtime) Features() sandbox.Features {
+	rt.probe()
+	return rt.features
+}
+
+// sandboxSummaryNow is SandboxSummary without waiting: "probing" while the probe runs.
+func (rt *Runtime) sandboxSummaryNow() string {
+	select {
+	case <-rt.probed:
+		return rt.SandboxSummary()
+	default:
+		return "probing (ask daemon/status)"
+	}
+}
 
 func (rt *Runtime) workspace(root string) (*workspace, error) {
 	abs, err := filepath.Abs(root)
@@ -265,6 +292,7 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 
 func (h *Harness) build(writer fsafe.Writer) error {
 	rt := h.rt
+	rt.probe()
 	h.fs = fsafe.New(h.ws.fs, fsafe.Options{Overlay: rt.overlay, Writer: writer, Queue: h.ws.queue})
 	h.tmpDir = filepath.Join(rt.store.Dir(), "tmp", h.Settings.ID)
 	if err := os.MkdirAll(h.tmpDir, 0o700); err != nil {

@@ -229,7 +229,7 @@ func (c *client) initialize(params json.RawMessage) (any, error) {
 			"textDocumentSync": map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
 			"workspace":        map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
 			"experimental": map[string]any{"agentd": rpc.ServerInfo{
-				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.opts.Version, Sandbox: c.srv.rt.SandboxSummary()}},
+				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.opts.Version, Sandbox: c.srv.rt.sandboxSummaryNow()}},
 		},
 		"serverInfo": map[string]any{"name": "agentd", "version": c.srv.rt.opts.Version},
 	}, nil

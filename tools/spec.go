@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	reflector "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,7 +19,10 @@ import (
 // Spec is a tool's typed argument declaration: the Go struct the arguments decode into, the JSON
 // Schema the model sees, and the compiled validator.
 type Spec struct {
-	typ      reflect.Type
+	typ  reflect.Type
+	make func() []byte // produces the schema JSON; run once, on first use
+	once sync.Once
+	// Set by load.
 	schema   json.RawMessage
 	compiled *jsonschema.Schema
 	root     *node
@@ -28,24 +32,33 @@ type Spec struct {
 // `jsonschema_description:"…"` tags and constraints from `jsonschema:"minimum=1,enum=a,enum=b"`
 // tags; a field is required unless its json tag has omitempty or omitzero. Unknown properties are
 // rejected. It panics on a schema that does not compile: that is a programming error.
+//
+// The schema is derived and compiled on first use (tools are declared in package variables, and
+// process start-up should not pay for every schema).
 func NewSpec[A any]() *Spec {
-	r := &reflector.Reflector{DoNotReference: true, ExpandedStruct: true}
-	s := r.Reflect(new(A))
-	s.Version = ""
-	s.ID = ""
-	raw, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("tools: schema of %T: %v", *new(A), err))
-	}
-	return specFromJSON(reflect.TypeFor[A](), raw)
+	return &Spec{typ: reflect.TypeFor[A](), make: func() []byte {
+		r := &reflector.Reflector{DoNotReference: true, ExpandedStruct: true}
+		s := r.Reflect(new(A))
+		s.Version = ""
+		s.ID = ""
+		raw, err := json.Marshal(s)
+		if err != nil {
+			panic(fmt.Sprintf("tools: schema of %T: %v", *new(A), err))
+		}
+		return raw
+	}}
 }
 
 // SpecFromSchema declares A's schema by hand (written beside the struct) instead of deriving it.
 func SpecFromSchema[A any](schema string) *Spec {
-	return specFromJSON(reflect.TypeFor[A](), []byte(schema))
+	return &Spec{typ: reflect.TypeFor[A](), make: func() []byte { return []byte(schema) }}
 }
 
-func specFromJSON(t reflect.Type, raw []byte) *Spec {
+func (s *Spec) load() {
+	s.once.Do(func() { s.schema, s.compiled, s.root = compileSchema(s.typ, s.make()) })
+}
+
+func compileSchema(t reflect.Type, raw []byte) (json.RawMessage, *jsonschema.Schema, *node) {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
 		panic(fmt.Sprintf("tools: schema of %v is not JSON: %v", t, err))
@@ -67,11 +80,14 @@ func specFromJSON(t reflect.Type, raw []byte) *Spec {
 	if err := json.Unmarshal(compact.Bytes(), &root); err != nil {
 		panic(fmt.Sprintf("tools: schema of %v: %v", t, err))
 	}
-	return &Spec{typ: t, schema: compact.Bytes(), compiled: compiled, root: &root}
+	return compact.Bytes(), compiled, &root
 }
 
 // Schema returns the JSON Schema of the arguments, compact and byte-stable.
-func (s *Spec) Schema() json.RawMessage { return s.schema }
+func (s *Spec) Schema() json.RawMessage {
+	s.load()
+	return s.schema
+}
 
 // Type returns the argument struct type.
 func (s *Spec) Type() reflect.Type { return s.typ }
@@ -107,6 +123,7 @@ func (e *ArgumentError) Error() string {
 // for an optional property that does not allow null (dropped), and a whole argument object sent as
 // a JSON string. Anything else is left for the validator to report.
 func (s *Spec) Decode(raw json.RawMessage, compat func(map[string]any) map[string]any) (any, error) {
+	s.load()
 	fail := func(p ...string) error { return &ArgumentError{Problems: p, Received: raw} }
 	trimmed := bytes.TrimSpace(raw)
 	var v any
