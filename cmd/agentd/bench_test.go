@@ -78,9 +78,9 @@ type benchEditor struct {
 	// stage timings of reviewed calls: start → review requested → decision answered → completed
 	requested, decided map[string]time.Time
 	prep, wait, exec   []time.Duration
-	updates int
-	text    int
-	done    chan struct{}
+	updates            int
+	text               int
+	done               chan struct{}
 }
 
 func (be *benchEditor) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
