@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -573,5 +575,58 @@ func TestBadRequests(t *testing.T) {
 	ed.mustCall(rpc.MethodSessionList, map[string]any{}, nil) // a round trip: the notifications were handled
 	if open := env.srv.rt.overlay.Open(); len(open) != 0 {
 		t.Errorf("overlay holds %v", open)
+	}
+}
+
+func TestTurnFailureShowsTheFix(t *testing.T) {
+	env := newEnv(t, nil)
+	env.ollama.Enqueue(ollamatest.HTTPError(404, "model 'qwen3:8b' not found"))
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "hi")
+	end := ed.turnEnd()
+	if end.Type != rpc.UpdateTurnFailed || end.Error == nil || !strings.Contains(end.Error.Fix, "ollama pull qwen3:8b") {
+		t.Fatalf("turn end = %+v", end)
+	}
+	msg := ed.waitFor("showMessage", func(n note) bool { return n.method == "window/showMessage" })
+	if !strings.Contains(string(msg), "ollama pull qwen3:8b") || !strings.Contains(string(msg), `"type":1`) {
+		t.Errorf("showMessage = %s", msg)
+	}
+}
+
+func TestReviewTimeoutRejects(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.srv.rt.opts.ReviewTimeout = 200 * time.Millisecond
+	env.editTwoHunks()
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "fix it")
+	r := ed.review()
+	if r.TimeoutMs != 200 {
+		t.Errorf("review timeoutMs = %d", r.TimeoutMs)
+	}
+	var rr rpc.ReviewResolvedParams
+	json.Unmarshal(ed.waitFor("resolved", func(n note) bool { return n.method == rpc.MethodReviewResolved }), &rr)
+	if rr.By != "timeout" || rr.Outcome != "rejected" {
+		t.Errorf("resolved = %+v", rr)
+	}
+	ed.turnEnd()
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
+		t.Error("a timed-out review changed the file")
+	}
+	if tr := env.lastToolResult(); !strings.Contains(tr, "no decision within") {
+		t.Errorf("tool result:\n%s", tr)
+	}
+}
+
+func TestWarningsReachTheEditorsLog(t *testing.T) {
+	env := newEnv(t, nil)
+	ed := env.editor(true)
+	h := NewLogHandler(slog.NewTextHandler(io.Discard, nil))
+	h.Attach(env.srv)
+	slog.New(h).Warn("the disk is nearly full", "free", "1%")
+	msg := ed.waitFor("logMessage", func(n note) bool { return n.method == "window/logMessage" })
+	if !strings.Contains(string(msg), "the disk is nearly full free=1%") || !strings.Contains(string(msg), `"type":2`) {
+		t.Errorf("logMessage = %s", msg)
 	}
 }

@@ -328,6 +328,14 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 	case agent.TurnEnd:
 		go ls.progress("end", "")
 		if e.Err != nil {
+			info := errorInfo(e.Err)
+			msg := "agentd: " + info.Message
+			if info.Fix != "" {
+				msg += " — " + info.Fix
+			}
+			for c := range ls.clients {
+				c.out.pushRaw("window/showMessage", map[string]any{"type": msgError, "message": msg})
+			}
 			return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnFailed, Reason: "error", Error: errorInfo(e.Err)})}
 		}
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnCompleted, Reason: e.Reason})}

@@ -60,6 +60,9 @@ func serveCmd(args []string) int {
 	defer rt.Close()
 	srv := daemon.NewServer(rt)
 	defer srv.Shutdown()
+	logs := daemon.NewLogHandler(slog.Default().Handler())
+	logs.Attach(srv)
+	slog.SetDefault(slog.New(logs))
 
 	if *stdio {
 		done := make(chan struct{})
