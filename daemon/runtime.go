@@ -44,6 +44,9 @@ type Options struct {
 	Models ModelFactory
 	// Sandbox forces a sandbox mode (ModeAuto: the strongest available).
 	Sandbox sandbox.Mode
+	// BuildCache is the Go build cache sandboxed commands use ("" : $XDG_CACHE_HOME/agentd/go-build).
+	// It is agentd's own, never the user's: a command must not plant objects the user's builds use.
+	BuildCache string
 }
 
 // ModelClient is what the daemon needs of a model server.
@@ -300,7 +303,14 @@ func (h *Harness) build(writer fsafe.Writer) error {
 	}
 	// Commands get agentd's own Go build cache: shared by sessions so builds stay warm, but
 	// separate from the user's, so a command cannot plant objects the user's own builds would use.
-	gocache := filepath.Join(rt.store.Dir(), "cache", "go-build")
+	gocache := rt.opts.BuildCache
+	if gocache == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = filepath.Join(rt.store.Dir(), "cache")
+		}
+		gocache = filepath.Join(cache, "agentd", "go-build")
+	}
 	if err := os.MkdirAll(gocache, 0o700); err != nil {
 		return err
 	}

@@ -21,7 +21,12 @@ import (
 
 // These tests drive the real agentd binary against the fake Ollama server.
 
-var agentdBin string
+var (
+	agentdBin string
+	// testCache is shared by every test and kept between runs, so sandboxed `go test` builds are
+	// compiled once, not per test.
+	testCache = filepath.Join(os.TempDir(), "agentd-test-cache")
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "agentd-bin-")
@@ -78,7 +83,7 @@ func (e *runEnv) env() []string {
 	return []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + e.home, "TERM=dumb", "NO_COLOR=1",
 		"XDG_STATE_HOME=" + filepath.Join(e.home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(e.home, "config"),
-		"XDG_RUNTIME_DIR=" + filepath.Join(e.home, "run"),
+		"XDG_RUNTIME_DIR=" + filepath.Join(e.home, "run"), "XDG_CACHE_HOME=" + testCache,
 		"OLLAMA_HOST=" + e.ollama.URL, "AGENTD_MODEL=qwen3:8b",
 		"GOCACHE=" + strings.TrimSpace(string(gocache)), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local",
 	}
@@ -115,7 +120,7 @@ func (e *runEnv) runPTY(answers []answer, args ...string) (string, int) {
 		}
 	}()
 	next, from := 0, 0
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(240 * time.Second) // a cold build cache compiles the testing package
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for {
