@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/rpc"
+	"github.com/agentd/agentd/tools/sandbox"
 	"go.lsp.dev/protocol"
 )
 
@@ -29,6 +30,11 @@ type testEnv struct {
 }
 
 func newEnv(t *testing.T, files map[string]string) *testEnv {
+	t.Helper()
+	return newEnvWith(t, files, nil)
+}
+
+func newEnvWith(t *testing.T, files map[string]string, mutate func(*Options)) *testEnv {
 	t.Helper()
 	ws := t.TempDir()
 	for name, content := range files {
@@ -44,11 +50,16 @@ func newEnv(t *testing.T, files map[string]string) *testEnv {
 	}})
 	t.Cleanup(fake.Close)
 	home := t.TempDir()
-	rt, err := NewRuntime(Options{
+	opts := Options{
 		Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b", ApprovalMode: "ask",
-		StateDir: filepath.Join(home, "state"),
-		Policy:   policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")},
-	})
+		StateDir:   filepath.Join(home, "state"),
+		BuildCache: filepath.Join(home, "cache"),
+		Policy:     policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")},
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	rt, err := NewRuntime(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,5 +639,42 @@ func TestWarningsReachTheEditorsLog(t *testing.T) {
 	msg := ed.waitFor("logMessage", func(n note) bool { return n.method == "window/logMessage" })
 	if !strings.Contains(string(msg), "the disk is nearly full free=1%") || !strings.Contains(string(msg), `"type":2`) {
 		t.Errorf("logMessage = %s", msg)
+	}
+}
+
+func TestWithoutASandboxEveryCommandAsksEvenInYolo(t *testing.T) {
+	env := newEnvWith(t, nil, func(o *Options) {
+		o.SandboxFeatures = &sandbox.Features{Arch: "x86_64"} // nothing works
+		o.ApprovalMode = "yolo"
+	})
+	env.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("bash", `{"command":"echo unconfined > out.txt"}`)),
+		ollamatest.Calls(ollamatest.Call("bash", `{"command":"echo again > out2.txt"}`)),
+		ollamatest.Text("done"),
+	)
+	ed := env.editor(true)
+	s := ed.newSession()
+	ed.prompt(s, "run it")
+	r := ed.review()
+	if r.Kind != "command" || r.Command == nil || r.Command.Sandbox != "none" || len(r.Scopes) != 0 {
+		t.Fatalf("review = %+v (command %+v)", r, r.Command)
+	}
+	if !strings.Contains(r.Why, "sandbox") && !strings.Contains(r.Why, "unsandboxed") {
+		t.Errorf("the review does not say why: %q", r.Why)
+	}
+	ed.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: r.ReviewID, Decision: rpc.Decision{Type: "accept"}}, nil)
+	// The second command asks again: one approval covers one command.
+	r2 := ed.waitFor("second review", func(n note) bool {
+		return n.method == rpc.MethodReviewRequested && !strings.Contains(string(n.params), `"`+r.ReviewID+`"`)
+	})
+	var rr rpc.ReviewRequestedParams
+	json.Unmarshal(r2, &rr)
+	ed.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: rr.ReviewID, Decision: rpc.Decision{Type: "reject"}}, nil)
+	ed.turnEnd()
+	if got, _ := os.ReadFile(filepath.Join(env.ws, "out.txt")); string(got) != "unconfined\n" {
+		t.Errorf("the approved unsandboxed command did not run: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(env.ws, "out2.txt")); err == nil {
+		t.Error("the rejected command ran")
 	}
 }

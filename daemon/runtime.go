@@ -44,6 +44,8 @@ type Options struct {
 	Models ModelFactory
 	// Sandbox forces a sandbox mode (ModeAuto: the strongest available).
 	Sandbox sandbox.Mode
+	// SandboxFeatures replaces the probe of this machine (tests).
+	SandboxFeatures *sandbox.Features
 	// BuildCache is the Go build cache sandboxed commands use ("" : $XDG_CACHE_HOME/agentd/go-build).
 	// It is agentd's own, never the user's: a command must not plant objects the user's builds use.
 	BuildCache string
@@ -125,7 +127,11 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	go func() {
 		defer close(rt.probed)
 		start := time.Now()
-		rt.features = sandbox.Detect()
+		if opts.SandboxFeatures != nil {
+			rt.features = *opts.SandboxFeatures
+		} else {
+			rt.features = sandbox.Detect()
+		}
 		rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features})
 		slog.Debug("sandbox probed", "took", time.Since(start), "features", rt.features.Describe())
 		if rt.sandboxErr != nil {
@@ -321,8 +327,16 @@ func (h *Harness) build(writer fsafe.Writer) error {
 			SetEnv:         []string{"GOCACHE=" + gocache},
 			ProtectedPaths: sandbox.DefaultProtectedPaths,
 		}}
-	if rt.sandbox == nil {
+	switch {
+	case rt.sandbox == nil:
 		bash.Runner = unavailableRunner{rt}
+	case rt.sandbox.Mode() == sandbox.ModeNone:
+		// No sandbox works here. Commands may still run, unconfined, but only one by one with
+		// the user's explicit approval: the preview says "sandbox: none", which the policy asks
+		// about in every mode and never lets a grant cover.
+		p := bash.Policy
+		p.Unsandboxed = true
+		bash.Runner = builtin.NewSandboxRunner(rt.sandbox, p, h.ws.fs)
 	}
 	ts, err := builtin.New(builtin.Config{FS: h.fs, Bash: bash, Search: builtin.SearchConfig{Overlay: rt.overlay}})
 	if err != nil {

@@ -1,0 +1,204 @@
+-- Command and tool approvals: review/requested for something that is not a file edit. The
+-- notification handler only queues the review; the question is asked with vim.ui.select on the
+-- next loop iteration (client-initiated, so any vim.ui.select implementation works, including
+-- asynchronous pickers), and the answer goes out as a review/decide request.
+local protocol = require("agentd.protocol")
+local util = require("agentd.util")
+
+local M = {}
+
+local queue = {} -- review states waiting for a question
+local asking = nil -- the review whose question is open
+
+local function review()
+  return require("agentd.review")
+end
+
+local function describe(r)
+  local p = r.params
+  local lines = {}
+  if p.command then
+    local c = p.command
+    local argv = c.argv or {}
+    local shown
+    if #argv == 3 and (argv[1] == "bash" or argv[1] == "sh") and argv[2] == "-c" then
+      shown = argv[3]
+    else
+      shown = table.concat(argv, " ")
+    end
+    table.insert(lines, "agentd wants to run: " .. shown)
+    local where = {}
+    if c.cwd and c.cwd ~= "" then
+      table.insert(where, "in " .. vim.fn.fnamemodify(c.cwd, ":~"))
+    end
+    if c.sandbox and c.sandbox ~= "" then
+      table.insert(where, "sandbox: " .. c.sandbox)
+    end
+    table.insert(where, c.network and "network: ON" or "no network")
+    if c.timeoutMs and c.timeoutMs > 0 then
+      table.insert(where, string.format("timeout %ds", math.floor(c.timeoutMs / 1000)))
+    end
+    table.insert(lines, "(" .. table.concat(where, ", ") .. ")")
+  else
+    table.insert(lines, string.format("agentd wants to use %s: %s", p.tool or "a tool", p.label or ""))
+  end
+  if p.why and p.why ~= "" then
+    table.insert(lines, "why: " .. p.why)
+  end
+  return table.concat(lines, " ")
+end
+M.describe = describe
+
+--- The choices offered for a review, in order (also used by tests).
+function M.choices(r)
+  local out = {}
+  local once = r.params.kind == "command" and "Run once" or "Allow once"
+  table.insert(out, { label = once, decision = { type = protocol.decision.accept } })
+  for _, s in ipairs(r.params.scopes or {}) do
+    local sc = vim.deepcopy(s)
+    sc.label = nil
+    table.insert(out, {
+      label = "Allow for this session: " .. (s.label or s.kind),
+      decision = { type = protocol.decision.accept_for_session, scope = sc },
+    })
+  end
+  table.insert(out, { label = "Reject (tell the agent why)", reject = true })
+  table.insert(out, { label = "Cancel the turn", decision = { type = protocol.decision.cancel_turn } })
+  return out
+end
+
+local function finish()
+  asking = nil
+  vim.schedule(function()
+    M.show_next()
+  end)
+end
+
+local function reject(r)
+  local ask = require("agentd.config").get().review.ask_reason
+  if not ask then
+    review().decide(r, { type = protocol.decision.reject })
+    return finish()
+  end
+  vim.ui.input({ prompt = "Reason for the agent (optional): " }, function(text)
+    if text == nil then
+      -- cancelled: ask the question again
+      table.insert(queue, 1, r)
+      return finish()
+    end
+    text = vim.trim(text)
+    review().decide(r, { type = protocol.decision.reject, reason = text ~= "" and text or nil })
+    finish()
+  end)
+end
+
+local function ask(r)
+  asking = r
+  local choices = M.choices(r)
+  vim.ui.select(choices, {
+    prompt = describe(r),
+    kind = "agentd.approval",
+    format_item = function(c)
+      return c.label
+    end,
+  }, function(choice)
+    if not review().reviews[r.id] then
+      return finish() -- settled meanwhile (another editor, a grant, the turn ended)
+    end
+    if not choice then
+      util.notify("still waiting for your answer on " .. (r.params.label or r.id) .. ": :AgentReview")
+      r.dismissed = true
+      table.insert(queue, 1, r)
+      asking = nil
+      return
+    end
+    if choice.reject then
+      return reject(r)
+    end
+    review().decide(r, choice.decision)
+    finish()
+  end)
+end
+
+--- Shows the next waiting question. With force, also one the user dismissed. Returns true when
+--- a question is (now) open.
+function M.show_next(force)
+  if asking then
+    return true
+  end
+  for i, r in ipairs(queue) do
+    if force or not r.dismissed then
+      table.remove(queue, i)
+      r.dismissed = false
+      ask(r)
+      return true
+    end
+  end
+  return false
+end
+
+function M.enqueue(r)
+  table.insert(queue, r)
+  vim.schedule(function()
+    M.show_next()
+  end)
+end
+
+--- Answers the oldest waiting approval without a picker ("accept", "reject", "session").
+function M.answer_current(what)
+  local r = asking or queue[1]
+  if not r then
+    util.notify("no pending review here")
+    return
+  end
+  for i, q in ipairs(queue) do
+    if q == r then
+      table.remove(queue, i)
+      break
+    end
+  end
+  if what == "accept" then
+    review().decide(r, { type = protocol.decision.accept })
+  elseif what == "reject" then
+    return reject(r)
+  elseif what == "session" then
+    local choices = M.choices(r)
+    local scoped = vim.tbl_filter(function(c)
+      return c.decision and c.decision.type == protocol.decision.accept_for_session
+    end, choices)
+    if #scoped == 0 then
+      util.notify("this review offers no session scope")
+      table.insert(queue, 1, r)
+      return
+    end
+    vim.ui.select(scoped, { prompt = "Allow for this session", format_item = function(c)
+      return c.label
+    end }, function(c)
+      if c then
+        review().decide(r, c.decision)
+      else
+        table.insert(queue, 1, r)
+      end
+    end)
+  end
+end
+
+function M.drop(id)
+  for i, r in ipairs(queue) do
+    if r.id == id then
+      table.remove(queue, i)
+      break
+    end
+  end
+end
+
+function M.drop_all()
+  queue = {}
+  asking = nil
+end
+
+function M.pending()
+  return #queue + (asking and 1 or 0)
+end
+
+return M

@@ -1,0 +1,866 @@
+-- Reviews: the editor is the gate. An edit review is shown inline in the file's buffer, without
+-- changing the buffer or the file:
+--   * the lines a hunk removes or replaces stay as they are, highlighted with AgentdDelete
+--     (DiffDelete) as a line highlight, with a sign on each;
+--   * the lines the hunk proposes are virtual lines (virt_lines) right below them, highlighted
+--     with AgentdAdd (DiffAdd); a pure insertion shows them between the lines where they would go;
+--   * the first line of each hunk carries an end-of-line label (hunk n/m, +a -r, keys).
+-- The user decides hunk by hunk (or for the whole file); once every hunk has a decision the
+-- plugin sends one review/decide. The daemon then applies the accepted hunks through
+-- workspace/applyEdit (one undoable change) and asks for document/save. review/resolved clears
+-- the marks, whoever settled the review.
+-- Command and tool reviews go to agentd.approval (vim.ui.select).
+local client = require("agentd.client")
+local config = require("agentd.config")
+local protocol = require("agentd.protocol")
+local util = require("agentd.util")
+local compat = require("agentd.compat")
+
+local M = {}
+
+M.ns = vim.api.nvim_create_namespace("agentd_review")
+M.reviews = {} -- reviewId -> review state
+local order = {} -- reviewIds in arrival order
+local mapped = {} -- bufnr -> list of lhs we mapped buffer-locally
+local augroup = vim.api.nvim_create_augroup("agentd_review", { clear = true })
+
+-- Timing of the last placement (benchmarks read it): ms from notification to marks placed.
+M.last_place_ms = nil
+
+local function cfg()
+  return config.get().review
+end
+
+local function path_of(r)
+  return r.params.file and vim.uri_to_fname(r.params.file.uri) or nil
+end
+
+local function display_path(r)
+  return (r.params.file and r.params.file.path) or r.params.label or r.id
+end
+
+function M.pending_count()
+  local n = 0
+  for _, r in pairs(M.reviews) do
+    if not r.sent then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- Marks --------------------------------------------------------------------------------------
+
+local function pad(s, width)
+  local w = vim.api.nvim_strwidth(s)
+  if w < width then
+    return s .. string.rep(" ", width - w)
+  end
+  return s
+end
+
+local function del_marks(bufnr, h)
+  for _, id in ipairs(h.marks or {}) do
+    pcall(vim.api.nvim_buf_del_extmark, bufnr, M.ns, id)
+  end
+  h.marks = {}
+end
+
+local function keyhint(name)
+  local km = config.get().keymaps
+  if type(km) ~= "table" or not km[name] then
+    return nil
+  end
+  local leader = vim.g.mapleader
+  if leader == nil then
+    leader = "\\"
+  elseif leader == " " then
+    leader = "<Space>"
+  end
+  return (km[name]:gsub("<[Ll]eader>", function()
+    return leader
+  end))
+end
+
+local function label_for(r, h)
+  local n = #r.hunks
+  local s = string.format(" ◆ agentd %d/%d  +%d −%d", h.index, n, #(h.hunk.added or {}), #(h.hunk.removed or {}))
+  if h.status == "accepted" then
+    s = s .. "  ✓ accepted" .. (r.sent and "" or " (decide the other hunks to apply)")
+  elseif h.status == "rejected" then
+    s = s .. "  ✗ rejected"
+  else
+    local a, j = keyhint("accept_hunk"), keyhint("reject_hunk")
+    if a and j then
+      s = s .. string.format("  %s accept · %s reject", a, j)
+    else
+      s = s .. "  :AgentAccept · :AgentReject"
+    end
+  end
+  if r.stale then
+    s = s .. "  (buffer changed: positions may be off)"
+  end
+  return s
+end
+
+-- Places the marks of one hunk. Rows are the hunk's current position (0-based).
+local function place_hunk(bufnr, r, h, width, tabstop)
+  del_marks(bufnr, h)
+  local hk = h.hunk
+  local signs = cfg().signs
+  local set = vim.api.nvim_buf_set_extmark
+  local nlines = vim.api.nvim_buf_line_count(bufnr)
+  local marks = h.marks
+  local status = h.status
+  local label_hl = status == "accepted" and "AgentdAccepted" or status == "rejected" and "AgentdRejected" or "AgentdHunkLabel"
+
+  local added = {}
+  if status ~= "rejected" then
+    local hl = status == "accepted" and "AgentdAddAccepted" or "AgentdAdd"
+    for i, line in ipairs(hk.added or {}) do
+      added[i] = { { pad(util.expand_tabs(line, tabstop), width), hl } }
+    end
+  end
+
+  if (hk.oldLines or 0) > 0 then
+    local first = h.row
+    local last = math.min(first + hk.oldLines - 1, nlines - 1)
+    local sign = #(hk.added or {}) > 0 and signs.change or signs.delete
+    if status == "accepted" then
+      sign = signs.accepted
+    elseif status == "rejected" then
+      sign = signs.rejected
+    end
+    for row = first, last do
+      local opts = {
+        sign_text = sign,
+        sign_hl_group = status == "rejected" and "AgentdRejected" or "AgentdSignDelete",
+        priority = 200,
+      }
+      if status ~= "rejected" then
+        opts.line_hl_group = "AgentdDelete"
+      end
+      if row == first then
+        opts.virt_text = { { label_for(r, h), label_hl } }
+        opts.virt_text_pos = "eol"
+      end
+      if row == last and #added > 0 then
+        opts.virt_lines = added
+      end
+      table.insert(marks, set(bufnr, M.ns, row, 0, opts))
+    end
+  else
+    -- Pure insertion before old line oldStart: below the line before it, or above the first line.
+    local above = h.row < 0
+    local row = above and 0 or math.min(h.row, nlines - 1)
+    local opts = {
+      sign_text = status == "accepted" and signs.accepted or status == "rejected" and signs.rejected or signs.add,
+      sign_hl_group = status == "rejected" and "AgentdRejected" or "AgentdSignAdd",
+      virt_text = { { label_for(r, h), label_hl } },
+      virt_text_pos = "eol",
+      priority = 200,
+    }
+    if #added > 0 then
+      opts.virt_lines = added
+      opts.virt_lines_above = above
+    end
+    table.insert(marks, set(bufnr, M.ns, row, 0, opts))
+  end
+  h.anchor = marks[1]
+end
+
+-- Current row (0-based) of a hunk's first mark; for an insertion at the top, -1.
+local function hunk_row(bufnr, h)
+  if not h.anchor then
+    return h.row
+  end
+  local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, M.ns, h.anchor, {})
+  if not pos or not pos[1] then
+    return h.row
+  end
+  if (h.hunk.oldLines or 0) == 0 and h.row < 0 then
+    return -1
+  end
+  return pos[1]
+end
+
+-- Rows (0-based, inclusive) a hunk covers now, for "hunk under the cursor".
+local function hunk_span(bufnr, h)
+  local row = hunk_row(bufnr, h)
+  if (h.hunk.oldLines or 0) > 0 then
+    local last = h.marks[#h.marks]
+    local pos = last and vim.api.nvim_buf_get_extmark_by_id(bufnr, M.ns, last, {})
+    return row, (pos and pos[1]) or (row + h.hunk.oldLines - 1)
+  end
+  if row < 0 then
+    return 0, 0
+  end
+  return row, row
+end
+
+local function lines_match(text, row, removed)
+  for i = 1, #removed do
+    if text[row + i] ~= removed[i] then
+      return false
+    end
+  end
+  return true
+end
+
+-- Where the hunk's removed lines are now (text: the buffer's lines): at the expected row, else
+-- the nearest exact match.
+local function locate(text, expected, removed, total)
+  if #removed == 0 or lines_match(text, expected, removed) then
+    return expected, true
+  end
+  for d = 1, total do
+    local up, down = expected - d, expected + d
+    if up >= 0 and lines_match(text, up, removed) then
+      return up, true
+    end
+    if down + #removed <= total and lines_match(text, down, removed) then
+      return down, true
+    end
+    if up < 0 and down + #removed > total then
+      break
+    end
+  end
+  return expected, false
+end
+
+local function set_keymaps(bufnr)
+  if mapped[bufnr] then
+    return
+  end
+  local km = config.get().keymaps
+  mapped[bufnr] = {}
+  if type(km) ~= "table" then
+    return
+  end
+  local function map(key, plug, desc)
+    local lhs = km[key]
+    if not lhs then
+      return
+    end
+    local existing = vim.fn.maparg(lhs, "n", false, true)
+    if type(existing) == "table" and existing.buffer == 1 then
+      return -- the user's own buffer-local mapping wins
+    end
+    vim.keymap.set("n", lhs, plug, { buffer = bufnr, remap = true, desc = desc })
+    table.insert(mapped[bufnr], lhs)
+  end
+  map("next_hunk", "<Plug>(agentd-next-hunk)", "agentd: next hunk")
+  map("prev_hunk", "<Plug>(agentd-prev-hunk)", "agentd: previous hunk")
+  map("accept_hunk", "<Plug>(agentd-accept-hunk)", "agentd: accept hunk")
+  map("reject_hunk", "<Plug>(agentd-reject-hunk)", "agentd: reject hunk")
+  map("accept_file", "<Plug>(agentd-accept-file)", "agentd: accept all hunks of the file")
+  map("reject_file", "<Plug>(agentd-reject-file)", "agentd: reject all hunks of the file")
+end
+
+local function unset_keymaps(bufnr)
+  for _, lhs in ipairs(mapped[bufnr] or {}) do
+    pcall(vim.keymap.del, "n", lhs, { buffer = bufnr })
+  end
+  mapped[bufnr] = nil
+end
+
+local function buf_has_reviews(bufnr)
+  for _, r in pairs(M.reviews) do
+    if r.bufnr == bufnr then
+      return true
+    end
+  end
+  return false
+end
+
+local function width_for(bufnr)
+  local w = vim.o.columns
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    w = math.max(w, vim.api.nvim_win_get_width(win))
+  end
+  return w
+end
+
+-- Placement is time-sliced: a big review (hundreds of hunks) is placed in slices of at most
+-- SLICE_MS of work, one per loop iteration, so no callback holds the editor for long.
+local SLICE_MS = 6
+
+--- Places every mark of an edit review in bufnr. done() runs when every hunk is placed.
+function M.place(r, bufnr, done)
+  r.bufnr = bufnr
+  r.placed = false
+  local t_start, cpu_start = util.hrtime_ms(), os.clock()
+  local total = vim.api.nvim_buf_line_count(bufnr)
+  local text = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  r.stale = false
+  for _, h in ipairs(r.hunks) do
+    local hk = h.hunk
+    if (hk.oldLines or 0) > 0 then
+      local row, found = locate(text, hk.oldStart - 1, hk.removed or {}, total)
+      if not found then
+        r.stale = true
+      end
+      h.row = math.max(0, math.min(row, total - 1))
+    else
+      h.row = hk.oldStart - 2 -- below this row; -1: above the first line
+    end
+  end
+  local width, tabstop = width_for(bufnr), compat.get_buf_option(bufnr, "tabstop")
+  set_keymaps(bufnr)
+  local i = 1
+  r.slices, r.max_slice_ms, r.place_cpu_ms = 0, 0, (os.clock() - cpu_start) * 1000
+  local function slice()
+    if M.reviews[r.id] ~= r or r.bufnr ~= bufnr or not vim.api.nvim_buf_is_valid(bufnr) then
+      return -- resolved or moved meanwhile
+    end
+    local t0, c0 = util.hrtime_ms(), os.clock()
+    r.slices = r.slices + 1
+    while i <= #r.hunks do
+      place_hunk(bufnr, r, r.hunks[i], width, tabstop)
+      i = i + 1
+      if i <= #r.hunks and util.hrtime_ms() - t0 > SLICE_MS then
+        r.max_slice_ms = math.max(r.max_slice_ms, util.hrtime_ms() - t0)
+        r.place_cpu_ms = r.place_cpu_ms + (os.clock() - c0) * 1000
+        vim.schedule(slice)
+        return
+      end
+    end
+    r.max_slice_ms = math.max(r.max_slice_ms, util.hrtime_ms() - t0)
+    r.place_cpu_ms = r.place_cpu_ms + (os.clock() - c0) * 1000
+    r.placed = true
+    r.place_ms = util.hrtime_ms() - t_start
+    M.last_place_ms = r.place_ms
+    -- Virtual lines above the first line only show with topfill.
+    for _, h in ipairs(r.hunks) do
+      if h.row < 0 and #(h.hunk.added or {}) > 0 then
+        for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+          vim.api.nvim_win_call(win, function()
+            if vim.fn.line("w0") == 1 then
+              vim.fn.winrestview({ topfill = #h.hunk.added })
+            end
+          end)
+        end
+      end
+    end
+    if done then
+      done()
+    end
+  end
+  slice()
+end
+
+local function refresh(r)
+  if r.bufnr and vim.api.nvim_buf_is_valid(r.bufnr) then
+    local width, tabstop = width_for(r.bufnr), compat.get_buf_option(r.bufnr, "tabstop")
+    for _, h in ipairs(r.hunks) do
+      local row = hunk_row(r.bufnr, h)
+      if (h.hunk.oldLines or 0) > 0 or row >= 0 then
+        h.row = row
+      end
+      place_hunk(r.bufnr, r, h, width, tabstop)
+    end
+  end
+end
+
+local function clear(r)
+  if r.bufnr and vim.api.nvim_buf_is_valid(r.bufnr) then
+    for _, h in ipairs(r.hunks) do
+      del_marks(r.bufnr, h)
+    end
+  end
+  M.reviews[r.id] = nil
+  for i, id in ipairs(order) do
+    if id == r.id then
+      table.remove(order, i)
+      break
+    end
+  end
+  if r.bufnr and not buf_has_reviews(r.bufnr) then
+    unset_keymaps(r.bufnr)
+  end
+  if r.diff_buf and vim.api.nvim_buf_is_valid(r.diff_buf) then
+    pcall(vim.api.nvim_buf_delete, r.diff_buf, { force = true })
+  end
+end
+
+-- A scratch buffer with the unified diff, for created/deleted files: accept/reject there act on
+-- the whole review.
+local function show_diff_buffer(r, open)
+  local b = vim.api.nvim_create_buf(false, true)
+  pcall(vim.api.nvim_buf_set_name, b, "agentd://review/" .. r.id .. "/" .. display_path(r))
+  local f = r.params.file
+  local header = {
+    string.format("# agentd review %s: %s (%s)", r.id, r.params.label or display_path(r), r.params.why or ""),
+    f.created and "# creates " .. f.path or f.deleted and "# deletes " .. f.path or "# edits " .. f.path,
+    "# :AgentAccept! applies it, :AgentReject! rejects it (ask for a reason)",
+    "",
+  }
+  local lines = vim.list_extend(header, util.split_lines(f.unifiedDiff or ""))
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  compat.set_buf_option(b, "modifiable", false)
+  compat.set_buf_option(b, "filetype", "diff")
+  compat.set_buf_option(b, "bufhidden", "wipe")
+  r.diff_buf = b
+  r.bufnr = b
+  for _, h in ipairs(r.hunks) do
+    h.row = 0
+  end
+  set_keymaps(b)
+  if open then
+    vim.cmd("belowright split")
+    vim.api.nvim_win_set_buf(0, b)
+    vim.cmd("wincmd p")
+  end
+end
+
+local function try_place_when_loaded(r)
+  local path = path_of(r)
+  if not path then
+    return
+  end
+  vim.api.nvim_create_autocmd({ "BufReadPost", "BufWinEnter" }, {
+    group = augroup,
+    callback = function(a)
+      if not M.reviews[r.id] then
+        return true -- resolved meanwhile: drop this autocmd
+      end
+      if r.bufnr then
+        return true
+      end
+      if util.normalize(vim.api.nvim_buf_get_name(a.buf)) == util.normalize(path) then
+        M.place(r, a.buf)
+        return true
+      end
+    end,
+    desc = "agentd: show review " .. r.id .. " when its file is opened",
+  })
+end
+
+local function show_edit(r)
+  local f = r.params.file
+  if f.created or f.deleted or #r.hunks == 0 then
+    show_diff_buffer(r, cfg().open ~= "notify")
+    util.notify(string.format("review: %s — :AgentReview to see it", r.params.label or display_path(r)))
+    return
+  end
+  local bufnr = util.buf_for_uri(f.uri)
+  if bufnr and vim.api.nvim_buf_is_loaded(bufnr) then
+    M.place(r, bufnr)
+    if #vim.fn.win_findbuf(bufnr) == 0 then
+      util.notify(string.format("review: %s (%d hunk%s) — :AgentReview to see it", display_path(r), #r.hunks,
+        #r.hunks == 1 and "" or "s"))
+    end
+    return
+  end
+  local open = cfg().open
+  if open == "split" or open == "edit" then
+    local cur = vim.api.nvim_get_current_win()
+    if open == "split" then
+      vim.cmd("belowright split " .. vim.fn.fnameescape(path_of(r)))
+    else
+      vim.cmd("edit " .. vim.fn.fnameescape(path_of(r)))
+    end
+    local b = vim.api.nvim_get_current_buf()
+    if not M.reviews[r.id].bufnr then
+      M.place(r, b)
+    end
+    if open == "split" and vim.api.nvim_win_is_valid(cur) then
+      vim.api.nvim_set_current_win(cur)
+    end
+    return
+  end
+  try_place_when_loaded(r)
+  util.notify(string.format("review: %s (%d hunk%s) — :AgentReview to open it", display_path(r), #r.hunks,
+    #r.hunks == 1 and "" or "s"))
+end
+
+-- Notifications ------------------------------------------------------------------------------
+
+function M.on_requested(_, params)
+  if type(params) ~= "table" or not params.reviewId then
+    return
+  end
+  if M.reviews[params.reviewId] then
+    return -- already shown (e.g. again in session/attach's pendingReviews)
+  end
+  local r = { id = params.reviewId, params = params, hunks = {}, sent = false }
+  M.reviews[r.id] = r
+  table.insert(order, r.id)
+  if params.kind == "edit" and params.file then
+    for i, hk in ipairs(params.file.hunks or {}) do
+      r.hunks[i] = { index = i, id = hk.id, hunk = hk, status = "pending", marks = {} }
+    end
+    show_edit(r)
+  else
+    require("agentd.approval").enqueue(r)
+  end
+  require("agentd.chat").on_review(r)
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+end
+
+local by_text = {
+  editor = "by an editor",
+  grant = "by a session grant",
+  timeout = "after the timeout",
+  disconnect = "no editor could review it",
+  turnEnded = "the turn ended",
+}
+
+function M.on_resolved(_, params)
+  if type(params) ~= "table" then
+    return
+  end
+  local r = M.reviews[params.reviewId]
+  if not r then
+    return
+  end
+  local mine = r.sent
+  clear(r)
+  require("agentd.approval").drop(r.id)
+  if not mine or params.by ~= "editor" then
+    util.notify(string.format("review of %s %s (%s)", display_path(r), params.outcome or "settled",
+      by_text[params.by] or params.by or "?"))
+  end
+  require("agentd.chat").on_review_resolved(r, params)
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+end
+
+function M.clear_all(reason)
+  local n = 0
+  for _, r in pairs(vim.tbl_values(M.reviews)) do
+    clear(r)
+    n = n + 1
+  end
+  require("agentd.approval").drop_all()
+  if n > 0 and reason then
+    util.warn(string.format("%d review%s dropped: %s (the daemon rejects them)", n, n == 1 and "" or "s", reason))
+  end
+end
+
+-- Decisions ----------------------------------------------------------------------------------
+
+--- Sends a decision for a review. cb(err, result) optional.
+function M.decide(r, decision, cb)
+  if r.sent then
+    util.notify("a decision for this review is already on its way")
+    return
+  end
+  r.sent = true
+  refresh(r)
+  client.request(protocol.request.review_decide, { reviewId = r.id, decision = decision }, function(err, result)
+    if err then
+      if err.code == protocol.error.review_resolved or err.code == protocol.error.unknown_review then
+        util.notify("review " .. r.id .. " was already settled")
+        clear(r)
+      else
+        r.sent = false
+        refresh(r)
+        util.error("review/decide failed: " .. util.err_text(err))
+      end
+    end
+    if cb then
+      cb(err, result)
+    end
+  end)
+end
+
+local function ask_reason(cb)
+  if not cfg().ask_reason then
+    cb(nil)
+    return
+  end
+  vim.ui.input({ prompt = "Reason for the agent (optional): " }, function(text)
+    if text == nil then
+      cb(false) -- cancelled: do not reject
+      return
+    end
+    cb(vim.trim(text) ~= "" and vim.trim(text) or nil)
+  end)
+end
+
+-- Sends the decision once every hunk is decided.
+local function maybe_submit(r)
+  local accepted, pending = {}, 0
+  for _, h in ipairs(r.hunks) do
+    if h.status == "pending" then
+      pending = pending + 1
+    elseif h.status == "accepted" then
+      table.insert(accepted, h.id)
+    end
+  end
+  if pending > 0 then
+    refresh(r)
+    return
+  end
+  if #accepted == #r.hunks then
+    M.decide(r, { type = protocol.decision.accept })
+  elseif #accepted > 0 then
+    M.decide(r, { type = protocol.decision.accept, hunks = accepted })
+  else
+    ask_reason(function(reason)
+      if reason == false then
+        for _, h in ipairs(r.hunks) do
+          h.status = "pending"
+        end
+        refresh(r)
+        return
+      end
+      M.decide(r, { type = protocol.decision.reject, reason = reason })
+    end)
+  end
+end
+
+--- The review and hunk at (bufnr, row), or the only pending hunk of the buffer.
+function M.hunk_at(bufnr, row)
+  local best_r, best_h
+  local candidates = 0
+  for _, id in ipairs(order) do
+    local r = M.reviews[id]
+    if r and r.bufnr == bufnr and not r.sent then
+      for _, h in ipairs(r.hunks) do
+        candidates = candidates + 1
+        best_r, best_h = best_r or r, best_h or h
+        if r.diff_buf then
+          return r, h
+        end
+        local s, e = hunk_span(bufnr, h)
+        if row >= s and row <= e then
+          return r, h
+        end
+      end
+    end
+  end
+  if candidates == 1 then
+    return best_r, best_h
+  end
+  return nil
+end
+
+--- The pending reviews of a buffer (for "whole file" decisions).
+function M.reviews_in(bufnr)
+  local out = {}
+  for _, id in ipairs(order) do
+    local r = M.reviews[id]
+    if r and r.bufnr == bufnr and not r.sent then
+      table.insert(out, r)
+    end
+  end
+  return out
+end
+
+local function cursor()
+  return vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1] - 1
+end
+
+local function set_hunks(status, line1, line2)
+  local bufnr, row = cursor()
+  local targets = {}
+  if line1 and line2 and line1 ~= line2 then
+    for _, r in ipairs(M.reviews_in(bufnr)) do
+      for _, h in ipairs(r.hunks) do
+        local s, e = hunk_span(bufnr, h)
+        if e >= line1 - 1 and s <= line2 - 1 then
+          table.insert(targets, { r, h })
+        end
+      end
+    end
+  else
+    local r, h = M.hunk_at(bufnr, row)
+    if r and r.diff_buf then
+      for _, hh in ipairs(r.hunks) do
+        table.insert(targets, { r, hh })
+      end
+    elseif r then
+      table.insert(targets, { r, h })
+    end
+  end
+  if #targets == 0 then
+    if #M.reviews_in(bufnr) == 0 then
+      util.notify("no pending review in this buffer" .. (M.pending_count() > 0 and " (:AgentReview jumps to one)" or ""))
+    else
+      util.notify("no hunk under the cursor (]h / [h move between hunks)")
+    end
+    return
+  end
+  local touched = {}
+  for _, t in ipairs(targets) do
+    t[2].status = status
+    touched[t[1].id] = t[1]
+  end
+  for _, r in pairs(touched) do
+    maybe_submit(r)
+  end
+end
+
+function M.accept_hunk(line1, line2)
+  set_hunks("accepted", line1, line2)
+end
+
+function M.reject_hunk(line1, line2)
+  set_hunks("rejected", line1, line2)
+end
+
+function M.accept_file()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local rs = M.reviews_in(bufnr)
+  if #rs == 0 then
+    return require("agentd.approval").answer_current("accept")
+  end
+  for _, r in ipairs(rs) do
+    for _, h in ipairs(r.hunks) do
+      h.status = "accepted"
+    end
+    M.decide(r, { type = protocol.decision.accept })
+  end
+end
+
+function M.reject_file()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local rs = M.reviews_in(bufnr)
+  if #rs == 0 then
+    return require("agentd.approval").answer_current("reject")
+  end
+  ask_reason(function(reason)
+    if reason == false then
+      return
+    end
+    for _, r in ipairs(rs) do
+      for _, h in ipairs(r.hunks) do
+        h.status = "rejected"
+      end
+      M.decide(r, { type = protocol.decision.reject, reason = reason })
+    end
+  end)
+end
+
+--- Accept for the session with one of the review's scopes (picked with vim.ui.select).
+function M.allow_for_session()
+  local bufnr, row = cursor()
+  local r = M.hunk_at(bufnr, row)
+  if not r then
+    r = M.reviews_in(bufnr)[1]
+  end
+  if not r then
+    return require("agentd.approval").answer_current("session")
+  end
+  local scopes = r.params.scopes or {}
+  if #scopes == 0 then
+    util.notify("this review offers no session scope")
+    return
+  end
+  vim.ui.select(scopes, {
+    prompt = "Allow for this session",
+    format_item = function(s)
+      return s.label or s.kind
+    end,
+  }, function(scope)
+    if scope then
+      local sc = vim.deepcopy(scope)
+      sc.label = nil
+      M.decide(r, { type = protocol.decision.accept_for_session, scope = sc })
+    end
+  end)
+end
+
+-- Navigation ---------------------------------------------------------------------------------
+
+local function hunk_rows(bufnr)
+  local rows = {}
+  for _, r in ipairs(M.reviews_in(bufnr)) do
+    for _, h in ipairs(r.hunks) do
+      if not r.diff_buf then
+        local row = hunk_row(bufnr, h)
+        table.insert(rows, { row = math.max(row, 0), top = row < 0, added = #(h.hunk.added or {}) })
+      end
+    end
+  end
+  table.sort(rows, function(a, b)
+    return a.row < b.row
+  end)
+  return rows
+end
+
+local function jump(target)
+  vim.cmd("normal! m'")
+  vim.api.nvim_win_set_cursor(0, { target.row + 1, 0 })
+  if target.top then
+    vim.fn.winrestview({ topfill = target.added })
+  end
+end
+
+function M.next_hunk()
+  local bufnr, row = cursor()
+  local rows = hunk_rows(bufnr)
+  if #rows == 0 then
+    util.notify("no hunks in this buffer")
+    return
+  end
+  for _, t in ipairs(rows) do
+    if t.row > row then
+      return jump(t)
+    end
+  end
+  util.notify("wrapped to the first hunk")
+  jump(rows[1])
+end
+
+function M.prev_hunk()
+  local bufnr, row = cursor()
+  local rows = hunk_rows(bufnr)
+  if #rows == 0 then
+    util.notify("no hunks in this buffer")
+    return
+  end
+  for i = #rows, 1, -1 do
+    if rows[i].row < row then
+      return jump(rows[i])
+    end
+  end
+  util.notify("wrapped to the last hunk")
+  jump(rows[#rows])
+end
+
+--- :AgentReview — answer the waiting command approval, or open the first pending edit review.
+function M.goto_pending()
+  if require("agentd.approval").show_next(true) then
+    return
+  end
+  for _, id in ipairs(order) do
+    local r = M.reviews[id]
+    if r and not r.sent and r.params.kind == "edit" then
+      if r.diff_buf and vim.api.nvim_buf_is_valid(r.diff_buf) then
+        if #vim.fn.win_findbuf(r.diff_buf) == 0 then
+          vim.cmd("belowright split")
+          vim.api.nvim_win_set_buf(0, r.diff_buf)
+        end
+        return
+      end
+      if not r.bufnr then
+        vim.cmd("edit " .. vim.fn.fnameescape(path_of(r)))
+        if not r.bufnr then
+          M.place(r, vim.api.nvim_get_current_buf())
+        end
+      else
+        local wins = vim.fn.win_findbuf(r.bufnr)
+        if #wins > 0 then
+          vim.api.nvim_set_current_win(wins[1])
+        else
+          vim.api.nvim_win_set_buf(0, r.bufnr)
+        end
+      end
+      local rows = hunk_rows(r.bufnr)
+      if rows[1] then
+        jump(rows[1])
+      end
+      return
+    end
+  end
+  util.notify("no pending reviews")
+end
+
+--- Marks of a buffer, for tests: list of {row, opts} in the review namespace.
+function M.marks(bufnr)
+  return vim.api.nvim_buf_get_extmarks(bufnr, M.ns, 0, -1, { details = true })
+end
+
+return M

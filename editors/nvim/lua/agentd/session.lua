@@ -1,0 +1,485 @@
+-- Sessions and turns: the current session, prompts, steering, cancel, revert, modes, models.
+-- Every call is asynchronous (callbacks); the chat view renders what arrives in session/update.
+local client = require("agentd.client")
+local config = require("agentd.config")
+local protocol = require("agentd.protocol")
+local util = require("agentd.util")
+
+local M = {}
+
+M.current = nil -- SessionInfo of the session the chat shows
+M.running = {} -- sessionId -> turnId while a turn runs
+M.last_seq = {} -- sessionId -> last seq seen
+M.gaps = 0 -- seq gaps seen (updates lost: the chat re-syncs at the end of the turn)
+M.progress = nil -- latest $/progress value ({title, message, percentage})
+M.ended = {} -- "sessionId/turnId" of turns that ended (a prompt's reply may come after the end)
+M.turns_ended = 0 -- count of turnCompleted/turnFailed seen (tests wait on it)
+M.usage = nil -- latest usage of the current session
+local listeners = {}
+
+local function chat()
+  return require("agentd.chat")
+end
+
+--- fn(event, data) is called on "session", "turn", "status" changes (chat header, statusline).
+function M.on_change(fn)
+  table.insert(listeners, fn)
+end
+
+local function changed(what)
+  for _, fn in ipairs(listeners) do
+    pcall(fn, what)
+  end
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+end
+
+function M.is_running(id)
+  id = id or (M.current and M.current.sessionId)
+  return id ~= nil and M.running[id] ~= nil
+end
+
+local function set_current(info)
+  M.current = info
+  M.usage = nil
+  changed("session")
+end
+
+--- cb(session) with the current session, creating one if there is none.
+function M.ensure(cb)
+  if M.current then
+    cb(M.current)
+    return
+  end
+  M.new(nil, cb)
+end
+
+function M.new(title, cb)
+  client.request(protocol.request.session_new, {
+    workspaceFolder = nil, -- the connection's folder
+    model = config.get().model,
+    approvalMode = config.get().approval_mode,
+    title = (title and title ~= "") and title or nil,
+  }, function(err, result)
+    if err then
+      util.error("session/new failed: " .. util.err_text(err))
+      return
+    end
+    local previous = M.current
+    set_current(result.session)
+    chat().reset(result.session, {})
+    if previous and previous.sessionId ~= result.session.sessionId and not M.is_running(previous.sessionId) then
+      client.request(protocol.request.session_detach, { sessionId = previous.sessionId })
+    end
+    if cb then
+      cb(result.session)
+    end
+  end)
+end
+
+--- Attaches to a session (live or stored) and shows its history and pending reviews.
+function M.attach(session_id, cb)
+  client.request(protocol.request.session_attach, { sessionId = session_id }, function(err, result)
+    if err then
+      util.error("session/attach failed: " .. util.err_text(err))
+      return
+    end
+    local previous = M.current
+    set_current(result.session)
+    if result.session.running then
+      M.running[session_id] = M.running[session_id] or "?"
+    end
+    chat().reset(result.session, result.history or {})
+    for _, r in ipairs(result.pendingReviews or {}) do
+      require("agentd.review").on_requested(nil, r)
+    end
+    if previous and previous.sessionId ~= session_id and not M.is_running(previous.sessionId) then
+      client.request(protocol.request.session_detach, { sessionId = previous.sessionId })
+    end
+    if cb then
+      cb(result.session)
+    end
+  end)
+end
+
+local function fmt_session(s)
+  local title = (s.title and s.title ~= "") and s.title or "(untitled)"
+  local when = (s.updatedAt or ""):gsub("T", " "):gsub("Z$", ""):sub(1, 16)
+  local flags = {}
+  if s.running then
+    table.insert(flags, "running")
+  end
+  if M.current and M.current.sessionId == s.sessionId then
+    table.insert(flags, "current")
+  end
+  return string.format("%s  [%d turn%s, %s, %s]%s", title, s.turns or 0, (s.turns == 1) and "" or "s",
+    s.model or "?", when, #flags > 0 and (" " .. table.concat(flags, ", ")) or "")
+end
+M.format_session = fmt_session
+
+--- Lists the workspace's sessions and attaches to the one picked.
+function M.pick()
+  client.request(protocol.request.session_list, { workspaceFolder = client.root_uri() }, function(err, result)
+    if err then
+      util.error("session/list failed: " .. util.err_text(err))
+      return
+    end
+    local sessions = result.sessions or {}
+    if #sessions == 0 then
+      util.notify("no sessions in this workspace yet: :Agent {prompt} starts one")
+      return
+    end
+    table.sort(sessions, function(a, b)
+      return (a.updatedAt or "") > (b.updatedAt or "")
+    end)
+    vim.ui.select(sessions, { prompt = "agentd sessions", format_item = fmt_session, kind = "agentd.session" },
+      function(choice)
+        if choice then
+          M.attach(choice.sessionId, function()
+            chat().open()
+          end)
+        end
+      end)
+  end)
+end
+
+--- Sends a prompt: a new turn, or a steering message while a turn runs.
+function M.prompt(text, context)
+  if not text or vim.trim(text) == "" then
+    util.warn("empty prompt")
+    return
+  end
+  M.ensure(function(s)
+    local method = M.is_running(s.sessionId) and protocol.request.session_steer or protocol.request.session_prompt
+    local params = { sessionId = s.sessionId, text = text }
+    if method == protocol.request.session_prompt and context and #context > 0 then
+      params.context = context
+    end
+    if config.get().chat.open_on_prompt then
+      chat().open({ focus = false })
+    end
+    client.request(method, params, function(err, result)
+      if err and err.code == protocol.error.turn_running then
+        -- a turn started meanwhile (another editor): steer it instead
+        client.request(protocol.request.session_steer, { sessionId = s.sessionId, text = text }, function(e2, r2)
+          if e2 then
+            util.error("session/steer failed: " .. util.err_text(e2))
+          elseif r2 and not M.ended[s.sessionId .. "/" .. tostring(r2.turnId)] then
+            M.running[s.sessionId] = r2.turnId
+          end
+        end)
+        return
+      end
+      if err then
+        util.error(method .. " failed: " .. util.err_text(err))
+        chat().note("✗ " .. (err.message or util.err_text(err)), "AgentdError")
+        return
+      end
+      if not M.ended[s.sessionId .. "/" .. tostring(result.turnId)] then
+        M.running[s.sessionId] = result.turnId
+        changed("turn")
+      end
+    end)
+  end)
+end
+
+function M.cancel()
+  local s = M.current
+  if not s then
+    util.notify("no session")
+    return
+  end
+  client.request(protocol.request.session_cancel, { sessionId = s.sessionId }, function(err, result)
+    if err then
+      util.error("session/cancel failed: " .. util.err_text(err))
+    elseif result and not result.cancelled then
+      util.notify("no turn is running")
+    end
+  end)
+end
+
+--- Reloads clean buffers of files the daemon changed on disk (no W11 prompt).
+local function reload(paths)
+  for _, rel in ipairs(paths or {}) do
+    local path = rel:sub(1, 1) == "/" and rel or (client.root .. "/" .. rel)
+    local b = vim.fn.bufnr(path)
+    if b ~= -1 and vim.api.nvim_buf_is_loaded(b) and not vim.bo[b].modified then
+      pcall(vim.api.nvim_buf_call, b, function()
+        vim.cmd("silent! checktime " .. b)
+        vim.cmd("silent! edit")
+      end)
+    end
+  end
+end
+
+function M.revert(turn_id)
+  local s = M.current
+  if not s then
+    util.notify("no session")
+    return
+  end
+  client.request(protocol.request.session_revert,
+    { sessionId = s.sessionId, turnId = (turn_id and turn_id ~= "") and turn_id or nil }, function(err, result)
+      if err then
+        util.error("session/revert failed: " .. util.err_text(err))
+        return
+      end
+      local msg = string.format("reverted turn %s: %d file%s restored", result.turnId or "?",
+        #(result.restored or {}), #(result.restored or {}) == 1 and "" or "s")
+      if result.restored and #result.restored > 0 then
+        msg = msg .. " (" .. table.concat(result.restored, ", ") .. ")"
+      end
+      local level = vim.log.levels.INFO
+      for _, sk in ipairs(result.skipped or {}) do
+        msg = msg .. "\n  skipped " .. sk.path .. ": " .. sk.reason
+        level = vim.log.levels.WARN
+      end
+      util.notify(msg, level)
+      reload(result.restored)
+      chat().note("↶ " .. msg:gsub("\n.*", ""))
+    end)
+end
+
+function M.set_mode(mode)
+  local function apply(m)
+    M.ensure(function(s)
+      client.request(protocol.request.session_set_mode, { sessionId = s.sessionId, approvalMode = m },
+        function(err, result)
+          if err then
+            util.error("session/setMode failed: " .. util.err_text(err))
+            return
+          end
+          s.approvalMode = result.approvalMode
+          util.notify("approval mode: " .. result.approvalMode)
+          changed("session")
+        end)
+    end)
+  end
+  if mode and mode ~= "" then
+    apply(mode)
+    return
+  end
+  vim.ui.select(protocol.approval_modes, { prompt = "agentd approval mode" }, function(m)
+    if m then
+      apply(m)
+    end
+  end)
+end
+
+--- Picks the model for new sessions (the protocol has no way to change a session's model).
+function M.pick_model(name)
+  local function use(m)
+    config.get().model = m
+    local note = ""
+    if M.current and M.current.model ~= m then
+      note = " (for new sessions: :AgentNew; the current session keeps " .. (M.current.model or "its model") .. ")"
+    end
+    util.notify("model: " .. m .. note)
+    changed("session")
+  end
+  if name and name ~= "" then
+    use(name)
+    return
+  end
+  client.request(protocol.request.model_list, vim.empty_dict(), function(err, result)
+    if err then
+      util.error("model/list failed: " .. util.err_text(err))
+      return
+    end
+    local models = result.models or {}
+    if #models == 0 then
+      util.warn("Ollama has no models: pull one with `ollama pull qwen3:8b`")
+      return
+    end
+    vim.ui.select(models, {
+      prompt = "agentd model",
+      kind = "agentd.model",
+      format_item = function(m)
+        local caps = table.concat(m.capabilities or {}, ", ")
+        local mark = (m.name == (config.get().model or result.default)) and " *" or ""
+        return string.format("%s%s  %s  [%s]", m.name, mark, m.parameterSize or "", caps)
+      end,
+    }, function(choice)
+      if choice then
+        use(choice.name)
+      end
+    end)
+  end)
+end
+
+--- Lists the session's "allow for this session" grants; the one picked is revoked.
+function M.grants()
+  local s = M.current
+  if not s then
+    util.notify("no session")
+    return
+  end
+  client.request(protocol.request.grant_list, { sessionId = s.sessionId }, function(err, result)
+    if err then
+      util.error("grant/list failed: " .. util.err_text(err))
+      return
+    end
+    local grants = result.grants or {}
+    if #grants == 0 then
+      util.notify("no grants in this session")
+      return
+    end
+    vim.ui.select(grants, {
+      prompt = "Revoke a grant",
+      kind = "agentd.grant",
+      format_item = function(g)
+        local sc = g.scope or {}
+        return sc.label or (sc.kind .. " " .. (sc.tool or sc.pathPrefix or table.concat(sc.commandPrefix or {}, " ")))
+      end,
+    }, function(g)
+      if not g then
+        return
+      end
+      client.request(protocol.request.grant_revoke, { sessionId = s.sessionId, grantId = g.id }, function(e2, r2)
+        if e2 then
+          util.error("grant/revoke failed: " .. util.err_text(e2))
+        elseif r2 and r2.revoked then
+          util.notify("revoked: " .. ((g.scope and g.scope.label) or g.id))
+        end
+      end)
+    end)
+  end)
+end
+
+--- Completion for :AgentModel (synchronous model/list with a short timeout; only while typing).
+function M.complete_models()
+  if not client.get() then
+    return {}
+  end
+  local result = client.request_sync(protocol.request.model_list, vim.empty_dict(), 1000)
+  local names = {}
+  for _, m in ipairs((result and result.models) or {}) do
+    table.insert(names, m.name)
+  end
+  return names
+end
+
+-- session/update ------------------------------------------------------------------------------
+
+local U = protocol.update
+
+function M.on_update(_, params)
+  if type(params) ~= "table" or type(params.update) ~= "table" then
+    return
+  end
+  local sid, u = params.sessionId, params.update
+  if params.seq then
+    local last = M.last_seq[sid]
+    if last and params.seq > last + 1 then
+      M.gaps = M.gaps + 1
+      M._resync = sid
+    end
+    if not last or params.seq > last then
+      M.last_seq[sid] = params.seq
+    end
+  end
+  local t = u.type
+  if t == U.turn_started then
+    M.running[sid] = params.turnId or "?"
+    changed("turn")
+  elseif t == U.turn_completed or t == U.turn_failed then
+    M.running[sid] = nil
+    M.turns_ended = M.turns_ended + 1
+    if params.turnId then
+      M.ended[sid .. "/" .. params.turnId] = true
+    end
+    M.progress = nil
+    changed("turn")
+    if t == U.turn_failed and u.error then
+      local msg = u.error.message or "the turn failed"
+      if u.error.fix and u.error.fix ~= "" then
+        msg = msg .. "\nfix: " .. u.error.fix
+      end
+      util.error(msg)
+    end
+  elseif t == U.usage and M.current and sid == M.current.sessionId then
+    M.usage = u.usage
+    changed("status")
+  end
+  if M.current and sid == M.current.sessionId then
+    chat().on_update(params)
+    if (t == U.turn_completed or t == U.turn_failed) and M._resync == sid then
+      M._resync = nil
+      M.attach(sid) -- an update was lost: redraw the chat from the daemon's history
+    end
+  end
+end
+
+function M.on_progress(result)
+  if type(result) ~= "table" or type(result.value) ~= "table" then
+    return
+  end
+  local v = result.value
+  if v.kind == "end" then
+    M.progress = nil
+  else
+    M.progress = M.progress or {}
+    M.progress.title = v.title or M.progress.title
+    M.progress.message = v.message or M.progress.message
+    M.progress.percentage = v.percentage or M.progress.percentage
+  end
+  changed("status")
+end
+
+--- A new connection is up: re-attach the current session (the daemon keeps sessions, but a new
+--- connection is attached to none), then done(). Uses the client directly: the plugin's request
+--- queue waits for this.
+function M.on_connect(c, done)
+  local cur = M.current
+  if not cur then
+    client.ready = true
+    done()
+    return
+  end
+  require("agentd.compat").request(c, protocol.request.session_attach, { sessionId = cur.sessionId }, function(err, result)
+    if err then
+      util.warn("could not resume session " .. cur.sessionId .. ": " .. util.err_text(err) .. " (a new one starts with the next prompt)")
+      M.current = nil
+      changed("session")
+    else
+      M.current = result.session
+      M.running[cur.sessionId] = result.session.running and (M.running[cur.sessionId] or "?") or nil
+      chat().reset(result.session, result.history or {})
+      for _, r in ipairs(result.pendingReviews or {}) do
+        require("agentd.review").on_requested(nil, r)
+      end
+      changed("session")
+    end
+    client.ready = true
+    done()
+  end)
+end
+
+function M.on_disconnect()
+  M.running = {}
+  M.progress = nil
+  changed("turn")
+end
+
+--- A short status for statuslines: "agentd: idle", "agentd: ⏵ Edit cart.go".
+function M.status()
+  if not client.is_running() then
+    return ""
+  end
+  local parts = { "agentd" }
+  local reviews = require("agentd.review").pending_count()
+  if M.is_running() then
+    local p = M.progress
+    table.insert(parts, "⏵ " .. ((p and (p.message or p.title)) or "working"))
+  elseif M.current then
+    table.insert(parts, "idle")
+  end
+  if reviews > 0 then
+    table.insert(parts, string.format("%d review%s", reviews, reviews == 1 and "" or "s"))
+  end
+  if M.usage and M.usage.contextPercent then
+    table.insert(parts, M.usage.contextPercent .. "% ctx")
+  end
+  return table.concat(parts, " · ")
+end
+
+return M

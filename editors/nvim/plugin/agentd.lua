@@ -1,0 +1,78 @@
+-- agentd.nvim: commands and <Plug> mappings. Cheap at startup: modules load on first use.
+if vim.g.loaded_agentd then
+  return
+end
+if vim.fn.has("nvim-0.7") ~= 1 then
+  vim.api.nvim_echo({ { "agentd.nvim needs Neovim 0.7 or newer", "ErrorMsg" } }, true, {})
+  return
+end
+vim.g.loaded_agentd = true
+
+local function cmd(name)
+  return function(o)
+    require("agentd").ensure_setup()
+    require("agentd.commands")[name](o)
+  end
+end
+
+local command = vim.api.nvim_create_user_command
+
+command("Agent", cmd("agent"), {
+  nargs = "*", range = true, desc = "agentd: send a prompt (with a range: about those lines)",
+})
+command("AgentChat", cmd("chat"), { nargs = 0, desc = "agentd: open or close the chat" })
+command("AgentNew", cmd("new"), { nargs = "*", desc = "agentd: start a new session [title]" })
+command("AgentSessions", cmd("sessions"), { nargs = 0, desc = "agentd: pick a session to resume" })
+command("AgentCancel", cmd("cancel"), { nargs = 0, desc = "agentd: cancel the running turn" })
+command("AgentRevert", cmd("revert"), { nargs = "?", desc = "agentd: restore the files a turn changed [turnId]" })
+command("AgentAccept", cmd("accept"), {
+  bang = true, range = true, desc = "agentd: accept the hunk under the cursor (! the whole file)",
+})
+command("AgentReject", cmd("reject"), {
+  bang = true, range = true, desc = "agentd: reject the hunk under the cursor (! the whole file)",
+})
+command("AgentAllow", cmd("allow"), { nargs = 0, desc = "agentd: accept the review and allow it for the session" })
+command("AgentReview", cmd("review"), { nargs = 0, desc = "agentd: go to the next pending review" })
+command("AgentModel", cmd("model"), {
+  nargs = "?",
+  complete = function()
+    return require("agentd.session").complete_models()
+  end,
+  desc = "agentd: choose the model for new sessions",
+})
+command("AgentMode", cmd("mode"), {
+  nargs = "?",
+  complete = function()
+    return require("agentd.protocol").approval_modes
+  end,
+  desc = "agentd: set the approval mode of the session",
+})
+command("AgentGrants", cmd("grants"), { nargs = 0, desc = "agentd: list the session's grants and revoke one" })
+command("AgentStatus", cmd("status"), { nargs = 0, desc = "agentd: show the daemon's status" })
+command("AgentStop", cmd("stop"), { nargs = 0, desc = "agentd: close the connection (sessions keep running)" })
+
+local function plug(mode, name, fn, desc)
+  vim.keymap.set(mode, "<Plug>(agentd-" .. name .. ")", function()
+    require("agentd").ensure_setup()
+    fn()
+  end, { silent = true, desc = "agentd: " .. desc })
+end
+
+local function C()
+  return require("agentd.commands")
+end
+local function R()
+  return require("agentd.review")
+end
+
+plug("n", "chat", function() C().chat({}) end, "toggle the chat")
+plug("n", "prompt", function() C().ask() end, "ask the agent")
+plug("x", "prompt-selection", function() C().ask_selection() end, "ask about the selection")
+plug("n", "cancel", function() C().cancel({}) end, "cancel the turn")
+plug("n", "next-hunk", function() R().next_hunk() end, "next hunk")
+plug("n", "prev-hunk", function() R().prev_hunk() end, "previous hunk")
+plug("n", "accept-hunk", function() R().accept_hunk() end, "accept the hunk")
+plug("n", "reject-hunk", function() R().reject_hunk() end, "reject the hunk")
+plug("n", "accept-file", function() R().accept_file() end, "accept the file")
+plug("n", "reject-file", function() R().reject_file() end, "reject the file")
+plug("n", "review", function() R().goto_pending() end, "next pending review")

@@ -1,0 +1,143 @@
+-- Command approvals and document/save without a daemon.
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
+H.setup()
+require("agentd").setup({ cmd = { "true" } })
+local client = require("agentd.client")
+local review = require("agentd.review")
+local approval = require("agentd.approval")
+
+local sent = {}
+client.request = function(method, params, cb)
+  table.insert(sent, { method = method, params = params })
+  if cb then
+    vim.schedule(function()
+      cb(nil, { outcome = "accepted", settled = {} })
+    end)
+  end
+end
+
+local function cmd_review(id)
+  return {
+    reviewId = id, sessionId = "s-1", turnId = "t2", callId = "call_9a0b", tool = "bash", label = "go test ./...",
+    kind = "command", why = "ask mode: commands ask before they run",
+    command = { argv = { "bash", "-c", "go test ./..." }, cwd = "/home/ada/src/shop", timeoutMs = 120000,
+      sandbox = "bubblewrap+landlock+seccomp", network = false },
+    scopes = {
+      { kind = "command", commandPrefix = { "go", "test" }, label = "commands starting with `go test`" },
+      { kind = "tool", tool = "bash", label = "all commands in this session" },
+    },
+  }
+end
+
+H.test("the handler does not ask synchronously; the question comes on the next loop turn", function()
+  local calls = H.stub_select(H.pick("Run once"))
+  review.on_requested(nil, cmd_review("r-1"))
+  H.eq(#calls, 0, "not asked inside the notification handler")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(#calls, 1, "asked once")
+  H.contains(calls[1].opts.prompt, "go test ./...", "shows the command")
+  H.contains(calls[1].opts.prompt, "bubblewrap", "shows the sandbox")
+  H.contains(calls[1].opts.prompt, "ask mode", "shows why")
+  local labels = vim.tbl_map(calls[1].opts.format_item, calls[1].items)
+  H.eq(labels, { "Run once", "Allow for this session: commands starting with `go test`",
+    "Allow for this session: all commands in this session", "Reject (tell the agent why)", "Cancel the turn" })
+  H.eq(sent[1].params, { reviewId = "r-1", decision = { type = "accept" } })
+  review.on_resolved(nil, { reviewId = "r-1", sessionId = "s-1", outcome = "accepted", by = "editor" })
+end)
+
+H.test("allow for the session sends the scope without its label", function()
+  sent = {}
+  H.stub_select(H.pick("commands starting with"))
+  review.on_requested(nil, cmd_review("r-2"))
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params.decision, { type = "acceptForSession", scope = { kind = "command", commandPrefix = { "go", "test" } } })
+  review.on_resolved(nil, { reviewId = "r-2", sessionId = "s-1", outcome = "accepted", by = "editor" })
+end)
+
+H.test("reject asks for a reason", function()
+  sent = {}
+  H.stub_select(H.pick("Reject"))
+  local inputs = H.stub_input("use make test")
+  review.on_requested(nil, cmd_review("r-3"))
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(#inputs, 1)
+  H.eq(sent[1].params.decision, { type = "reject", reason = "use make test" })
+  review.on_resolved(nil, { reviewId = "r-3", sessionId = "s-1", outcome = "rejected", by = "editor" })
+end)
+
+H.test("cancel the turn", function()
+  sent = {}
+  H.stub_select(H.pick("Cancel the turn"))
+  review.on_requested(nil, cmd_review("r-4"))
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params.decision, { type = "cancelTurn" })
+  review.on_resolved(nil, { reviewId = "r-4", sessionId = "s-1", outcome = "cancelled", by = "editor" })
+end)
+
+H.test("two reviews are asked one after the other", function()
+  sent = {}
+  local calls = H.stub_select(H.pick("Run once"))
+  review.on_requested(nil, cmd_review("r-5"))
+  review.on_requested(nil, cmd_review("r-6"))
+  H.wait(function()
+    return #sent == 2
+  end, 2000, "two decisions")
+  H.eq(#calls, 2)
+  H.eq({ sent[1].params.reviewId, sent[2].params.reviewId }, { "r-5", "r-6" }, "in order")
+  review.on_resolved(nil, { reviewId = "r-5", sessionId = "s-1", outcome = "accepted", by = "editor" })
+  review.on_resolved(nil, { reviewId = "r-6", sessionId = "s-1", outcome = "accepted", by = "editor" })
+end)
+
+H.test("dismissing keeps the review; :AgentReview asks again", function()
+  sent = {}
+  H.stub_select(function()
+    return nil
+  end)
+  review.on_requested(nil, cmd_review("r-7"))
+  H.wait(function()
+    return H.notified("still waiting")
+  end, 2000, "reminder")
+  H.eq(#sent, 0, "nothing decided")
+  H.eq(review.pending_count(), 1, "still pending")
+  H.stub_select(H.pick("Run once"))
+  vim.cmd("AgentReview")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  review.on_resolved(nil, { reviewId = "r-7", sessionId = "s-1", outcome = "accepted", by = "editor" })
+end)
+
+H.test("settled by a grant while queued: never asked", function()
+  sent = {}
+  local calls = H.stub_select(H.pick("Run once"))
+  review.on_requested(nil, cmd_review("r-8"))
+  review.on_resolved(nil, { reviewId = "r-8", sessionId = "s-1", outcome = "accepted", by = "grant" })
+  H.sleep(50)
+  H.eq(#calls, 0, "not asked")
+  H.eq(#sent, 0, "nothing sent")
+  H.eq(approval.pending(), 0, "queue empty")
+end)
+
+H.test("document/save writes the buffer and answers synchronously", function()
+  local dir = H.tmpdir("ws")
+  local path = dir .. "/a.txt"
+  H.write_file(path, "one\n")
+  vim.cmd("edit " .. path)
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { "two" })
+  local res = client.on_document_save(nil, { uri = vim.uri_from_fname(path) })
+  H.eq(res, { saved = true })
+  H.eq(H.read_file(path), "two\n", "written")
+  H.eq(client.on_document_save(nil, { uri = vim.uri_from_fname(dir .. "/missing.txt") }), { saved = false },
+    "unknown document")
+  H.eq(vim.fn.bufnr(dir .. "/missing.txt"), -1, "no buffer created for it")
+end)
+
+H.done()

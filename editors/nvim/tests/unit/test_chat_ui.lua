@@ -1,0 +1,240 @@
+-- The chat view fed with session/update notifications (no daemon).
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
+H.setup()
+require("agentd").setup({ cmd = { "true" }, chat = { flush_ms = 5 } })
+local chat = require("agentd.chat")
+local session = require("agentd.session")
+
+local sid = "s-1"
+session.current = { sessionId = sid, title = "fix the cart", model = "qwen3:8b", approvalMode = "ask" }
+local seq = 0
+local function upd(u, turn)
+  seq = seq + 1
+  session.on_update(nil, { sessionId = sid, turnId = turn or "t1", seq = seq, update = u })
+end
+
+local function log_text()
+  chat.flush_now()
+  return table.concat(chat.lines(), "\n")
+end
+
+H.test("open shows the log and the prompt box", function()
+  chat.reset(session.current, {})
+  chat.open()
+  local log, input = chat.buffers()
+  H.eq(vim.api.nvim_get_current_buf(), input, "cursor in the prompt box")
+  H.ok(#vim.fn.win_findbuf(log) == 1, "log visible")
+  H.contains(log_text(), "# fix the cart", "title")
+end)
+
+H.test("a streamed turn: user message, folded thinking, text, tool line, end", function()
+  upd({ type = "turnStarted" })
+  H.ok(session.is_running(), "running after turnStarted")
+  upd({ type = "userMessage", text = "Why is the total wrong?" })
+  for _, w in ipairs({ "The ", "user ", "wants\nthe ", "total." }) do
+    upd({ type = "thinkingDelta", text = w })
+  end
+  for _, w in ipairs({ "Let ", "me ", "look ", "at ", "cart.go." }) do
+    upd({ type = "textDelta", text = w })
+  end
+  upd({ type = "messageCompleted", text = "Let me look at cart.go.", thinking = "The user wants\nthe total." })
+  upd({ type = "toolCallStarted", toolCall = { callId = "c1", tool = "read", label = "read", status = "pending" } })
+  upd({ type = "toolCallUpdated", toolCall = { callId = "c1", tool = "read", label = "Read cart.go", status = "running" } })
+  local text = log_text()
+  H.contains(text, "## You\nWhy is the total wrong?", "user message")
+  H.contains(text, "Thinking…\nThe user wants\nthe total.", "thinking")
+  H.contains(text, "Let me look at cart.go.", "answer text")
+  H.contains(text, "⏵ Read cart.go", "tool line running")
+  upd({ type = "toolCallCompleted", toolCall = { callId = "c1", tool = "read", label = "Read cart.go", status = "completed",
+    result = { type = "ok", isError = false, text = "1\tpackage shop", elapsedMs = 2 } } })
+  upd({ type = "textDelta", text = "The discount is applied twice." })
+  upd({ type = "messageCompleted", text = "The discount is applied twice." })
+  upd({ type = "usage", usage = { promptTokens = 6120, outputTokens = 212, promptMs = 1, outputMs = 1, contextLength = 32768, contextPercent = 19 } })
+  upd({ type = "turnCompleted", reason = "done" })
+  text = log_text()
+  H.contains(text, "✓ Read cart.go", "tool line completed, in place")
+  H.ok(not text:find("⏵ Read cart.go", 1, true), "no second tool line")
+  H.contains(text, "The discount is applied twice.", "second message")
+  H.contains(text, "── done · 6120→212 tokens · 19% context ──", "turn end")
+  H.ok(not session.is_running(), "not running after turnCompleted")
+  local count = 0
+  for _ in text:gmatch("## agentd") do
+    count = count + 1
+  end
+  H.eq(count, 1, "one assistant header per turn")
+end)
+
+H.test("thinking is a closed fold", function()
+  local log = chat.buffers()
+  local win = vim.fn.win_findbuf(log)[1]
+  local lnum
+  for i, l in ipairs(chat.lines()) do
+    if l == "Thinking…" then
+      lnum = i
+    end
+  end
+  H.ok(lnum, "thinking header")
+  vim.api.nvim_win_call(win, function()
+    H.eq(vim.fn.foldclosed(lnum), lnum, "fold starts at the header and is closed")
+    H.eq(vim.fn.foldclosedend(lnum), lnum + 2, "fold covers the thinking lines")
+    H.eq(vim.fn.foldclosed(lnum + 3), -1, "answer not folded")
+  end)
+  H.contains(H.screen(), "▸ Thinking (2 lines, za to open)", "fold text on screen")
+end)
+
+H.test("turnFailed shows the error with its fix", function()
+  upd({ type = "turnStarted" }, "t2")
+  upd({ type = "userMessage", text = "again" }, "t2")
+  upd({ type = "turnFailed", reason = "error", error = { kind = "model_not_found", message = "model 'qwen3:8b' not found", fix = "run `ollama pull qwen3:8b`" } }, "t2")
+  H.contains(log_text(), "✗ model 'qwen3:8b' not found\n  fix: run `ollama pull qwen3:8b`", "in the log")
+  local n = H.notified("model 'qwen3:8b' not found")
+  H.ok(n, "vim.notify called")
+  H.eq(n.level, vim.log.levels.ERROR, "as an error")
+  H.contains(n.msg, "fix: run `ollama pull qwen3:8b`", "with the fix")
+end)
+
+H.test("a message that did not stream is written from messageCompleted", function()
+  upd({ type = "turnStarted" }, "t3")
+  upd({ type = "messageCompleted", text = "Written at once." }, "t3")
+  upd({ type = "turnCompleted", reason = "done" }, "t3")
+  H.contains(log_text(), "Written at once.", "text")
+end)
+
+H.test("messages completed in the same flush as their deltas are written once", function()
+  upd({ type = "turnStarted" }, "t4")
+  upd({ type = "textDelta", text = "First." }, "t4")
+  upd({ type = "messageCompleted", text = "First." }, "t4")
+  upd({ type = "textDelta", text = "Second." }, "t4")
+  upd({ type = "messageCompleted", text = "Second." }, "t4")
+  upd({ type = "turnCompleted", reason = "done" }, "t4")
+  local text = log_text()
+  local _, n1 = text:gsub("First%.", "")
+  local _, n2 = text:gsub("Second%.", "")
+  H.eq({ n1, n2 }, { 1, 1 }, "each message once")
+end)
+
+H.test("updates of another session do not reach the chat", function()
+  local before = log_text()
+  session.on_update(nil, { sessionId = "s-other", seq = 1, update = { type = "textDelta", text = "NOT HERE" } })
+  H.eq(log_text(), before, "unchanged")
+end)
+
+H.test("history is rendered on reset", function()
+  chat.reset({ sessionId = "s-2", title = "old", model = "m", approvalMode = "ask" }, {
+    { type = "user", turnId = "t1", text = "Why?" },
+    { type = "tool", turnId = "t1", toolCall = { callId = "a", tool = "read", label = "Read cart.go", status = "completed",
+      result = { type = "ok", isError = false, text = "x", elapsedMs = 2 } } },
+    { type = "assistant", turnId = "t1", text = "Because.", thinking = "hmm" },
+  })
+  local text = log_text()
+  H.contains(text, "# old", "title")
+  H.contains(text, "## You\nWhy?", "user")
+  H.contains(text, "✓ Read cart.go", "tool")
+  H.contains(text, "Because.", "assistant")
+end)
+
+H.test("submitting the prompt box sends session/prompt", function()
+  local client = require("agentd.client")
+  local sent = {}
+  client.request = function(method, params, cb)
+    table.insert(sent, { method = method, params = params })
+    vim.schedule(function()
+      cb(nil, { turnId = "t9" })
+    end)
+  end
+  session.current = { sessionId = "s-2", title = "old", model = "m", approvalMode = "ask" }
+  local _, input = chat.buffers()
+  vim.api.nvim_buf_set_lines(input, 0, -1, false, { "fix it", "please" })
+  chat.submit()
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "session/prompt")
+  H.eq(sent[1].method, "session/prompt")
+  H.eq(sent[1].params.text, "fix it\nplease")
+  H.eq(vim.api.nvim_buf_get_lines(input, 0, -1, false), { "" }, "prompt box cleared")
+  H.wait(function()
+    return session.is_running("s-2")
+  end, 1000, "running")
+  -- while a turn runs, a new prompt steers it
+  vim.api.nvim_buf_set_lines(input, 0, -1, false, { "not the tests" })
+  chat.submit()
+  H.wait(function()
+    return #sent == 2
+  end, 2000, "session/steer")
+  H.eq(sent[2], { method = "session/steer", params = { sessionId = "s-2", text = "not the tests" } })
+end)
+
+H.test("a prompt whose reply arrives after the turn ended does not look running", function()
+  local client = require("agentd.client")
+  session.current = { sessionId = "s-3", title = "race", model = "m", approvalMode = "ask" }
+  client.request = function(method, params, cb)
+    -- the daemon streams the whole turn before its reply to session/prompt is read
+    session.on_update(nil, { sessionId = "s-3", turnId = "t1", seq = 1, update = { type = "turnStarted" } })
+    session.on_update(nil, { sessionId = "s-3", turnId = "t1", seq = 2, update = { type = "turnCompleted", reason = "done" } })
+    vim.schedule(function()
+      cb(nil, { turnId = "t1" })
+    end)
+  end
+  session.prompt("quick one")
+  H.sleep(30)
+  H.ok(not session.is_running("s-3"), "not running")
+end)
+
+H.test(":'<,'>Agent sends the selected lines as context; :Agent sends the file", function()
+  local client = require("agentd.client")
+  local dir = H.tmpdir("ctx")
+  client.root = dir
+  H.write_file(dir .. "/x.go", "a\nb\nc\nd\n")
+  vim.cmd("wincmd p")
+  vim.cmd("edit " .. dir .. "/x.go")
+  session.current = { sessionId = "s-4", title = "ctx", model = "m", approvalMode = "ask" }
+  local sent = {}
+  client.request = function(method, params, cb)
+    table.insert(sent, { method = method, params = params })
+    vim.schedule(function()
+      cb(nil, { turnId = "t" .. #sent })
+    end)
+  end
+  vim.cmd("2,3Agent explain these")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "session/prompt")
+  local uri = vim.uri_from_fname(dir .. "/x.go")
+  H.eq(sent[1].params, { sessionId = "s-4", text = "explain these", context = { {
+    uri = uri, range = { start = { line = 1, character = 0 }, ["end"] = { line = 3, character = 0 } }, text = "b\nc\n",
+  } } })
+  session.on_update(nil, { sessionId = "s-4", turnId = "t1", seq = 1, update = { type = "turnCompleted", reason = "done" } })
+  vim.cmd("Agent and the file")
+  H.wait(function()
+    return #sent == 2
+  end, 2000, "session/prompt")
+  H.eq(sent[2].params.context, { { uri = uri } })
+  -- a buffer outside the workspace sends no context
+  vim.cmd("enew")
+  session.on_update(nil, { sessionId = "s-4", turnId = "t2", seq = 2, update = { type = "turnCompleted", reason = "done" } })
+  vim.cmd("Agent no file")
+  H.wait(function()
+    return #sent == 3
+  end, 2000, "session/prompt")
+  H.eq(sent[3].params.context, nil)
+end)
+
+H.test("the log is read-only and q closes the chat", function()
+  local log = chat.buffers()
+  H.eq(vim.bo[log].modifiable, false, "not modifiable")
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(log)[1])
+  vim.cmd("normal q")
+  H.ok(not chat.is_open(), "closed")
+end)
+
+H.test("float layout", function()
+  require("agentd").setup({ cmd = { "true" }, chat = { layout = "float", flush_ms = 5 } })
+  chat.open()
+  local log = chat.buffers()
+  local win = vim.fn.win_findbuf(log)[1]
+  H.ok(vim.api.nvim_win_get_config(win).relative ~= "", "log in a float")
+  chat.close()
+  H.ok(not chat.is_open(), "closed")
+end)
+
+H.done()
