@@ -49,10 +49,12 @@ type ToolStart struct {
 	Args   json.RawMessage
 }
 
-// ToolUpdate reports a preview (before the gate) or progress (while the call runs).
+// ToolUpdate reports a preview (before the gate) or progress (while the call runs). Label, when
+// set, is the call's label computed from its validated arguments ("Edit cart.go").
 type ToolUpdate struct {
 	CallID   string
 	Tool     string
+	Label    string
 	Preview  *tools.Preview
 	Progress *tools.Progress
 	Activity string

@@ -174,7 +174,10 @@ func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Re
 			return nil, k.stop(call, start, exit{count: true, res: errorResult(call, tools.InvalidArgs, err)})
 		}
 	}
-	// g. preview.
+	// g. preview (with the label, now that the arguments are known).
+	if l, ok := t.(tools.Labeler); ok {
+		label = l.Label(args)
+	}
 	if p, ok := t.(tools.Previewer); ok {
 		pv, err := p.Preview(ctx, call)
 		if err != nil {
@@ -182,14 +185,14 @@ func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Re
 		}
 		call.Preview = pv
 		if pv != nil {
-			k.emit.send(ToolUpdate{CallID: call.ID, Tool: call.Name, Preview: pv})
+			k.emit.send(ToolUpdate{CallID: call.ID, Tool: call.Name, Label: label, Preview: pv})
 		}
+	}
+	if call.Preview == nil && label != call.Name {
+		k.emit.send(ToolUpdate{CallID: call.ID, Tool: call.Name, Label: label})
 	}
 	// h. gate. A refusal or a gate failure is not the tool's fault: not counted.
 	if k.cfg.Gate != nil {
-		if l, ok := t.(tools.Labeler); ok {
-			label = l.Label(args)
-		}
 		d, err := k.cfg.Gate(ctx, GateRequest{Tool: t, Call: call, Label: label, Preview: call.Preview})
 		switch {
 		case ctx.Err() != nil:

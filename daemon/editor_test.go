@@ -330,9 +330,16 @@ func TestAcceptOneHunkOfAClosedFile(t *testing.T) {
 	}
 	var res rpc.ReviewDecideResult
 	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID,
-		"decision": map[string]any{"type": "accept", "hunks": []string{r.File.Hunks[0].ID}}}, &res)
+		"decision": map[string]any{"type": "accept", "hunks": []string{r.File.Hunks[0].ID}, "reason": "leave the label alone"}}, &res)
 	if res.Outcome != "accepted" {
 		t.Errorf("outcome = %+v", res)
+	}
+	var upd rpc.SessionUpdateParams
+	json.Unmarshal(ed.waitFor("labelled update", func(n note) bool {
+		return n.method == rpc.MethodSessionUpdate && strings.Contains(string(n.params), `"toolCallUpdated"`)
+	}), &upd)
+	if upd.Update.ToolCall.Label == "edit" || !strings.Contains(upd.Update.ToolCall.Label, "cart.go") {
+		t.Errorf("tool call label = %q, want one naming the file", upd.Update.ToolCall.Label)
 	}
 	if end := ed.turnEnd(); end.Type != rpc.UpdateTurnCompleted || end.Reason != "done" {
 		t.Fatalf("turn end = %+v", end)
@@ -345,6 +352,9 @@ func TestAcceptOneHunkOfAClosedFile(t *testing.T) {
 	tr := env.lastToolResult()
 	if !strings.Contains(tr, r.File.Hunks[0].ID) || !strings.Contains(tr, r.File.Hunks[1].ID) || !strings.Contains(strings.ToLower(tr), "reject") {
 		t.Errorf("the model was not told which hunks were applied and rejected:\n%s", tr)
+	}
+	if !strings.Contains(tr, "leave the label alone") {
+		t.Errorf("the model was not told the reason for the rejected hunk:\n%s", tr)
 	}
 	ed.waitFor("review/resolved", func(n note) bool { return n.method == rpc.MethodReviewResolved })
 }

@@ -96,7 +96,7 @@ func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 	store.SetDecidedBy(ctx, by)
 	switch ans.Decision {
 	case AnswerAccept:
-		return agent.GateDecision{Allow: true, Approval: &tools.Approval{Hunks: ans.Hunks}}, nil
+		return agent.GateDecision{Allow: true, Approval: &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason}}, nil
 	case AnswerAcceptForSession:
 		if ans.Grant != nil {
 			if _, err := g.h.Policy.Grants().Add(*ans.Grant); err != nil {

@@ -298,6 +298,9 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 		if info == nil {
 			return nil
 		}
+		if e.Label != "" {
+			info.Label = e.Label
+		}
 		switch {
 		case e.Preview != nil:
 			info.Preview = previewInfo(e.Preview)

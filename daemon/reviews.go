@@ -253,7 +253,7 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 				}
 			}
 		}
-		a = Answer{Decision: AnswerAccept, Hunks: d.Hunks}
+		a = Answer{Decision: AnswerAccept, Hunks: d.Hunks, Reason: d.Reason}
 	case rpc.DecisionAcceptForSession:
 		i := slices.IndexFunc(r.params.Scopes, func(s rpc.GrantScope) bool { return sameScope(s, *d.Scope) })
 		if i < 0 {

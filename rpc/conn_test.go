@@ -235,6 +235,7 @@ func TestDecisionDecodingIsStrict(t *testing.T) {
 	good := []string{
 		`{"reviewId":"r","decision":{"type":"accept"}}`,
 		`{"reviewId":"r","decision":{"type":"accept","hunks":["a","b"]}}`,
+		`{"reviewId":"r","decision":{"type":"accept","hunks":["a"],"reason":"not the second one"}}`,
 		`{"reviewId":"r","decision":{"type":"acceptForSession","scope":{"kind":"command","commandPrefix":["go","test"]}}}`,
 		`{"reviewId":"r","decision":{"type":"reject"}}`,
 		`{"reviewId":"r","decision":{"type":"reject","reason":"no"}}`,
@@ -249,6 +250,7 @@ func TestDecisionDecodingIsStrict(t *testing.T) {
 		`{"reviewId":"r","decision":{"type":"accept","hunks":[]}}`,
 		`{"reviewId":"r","decision":{"type":"accept","hunks":["a","a"]}}`,
 		`{"reviewId":"r","decision":{"type":"accept","reason":"x"}}`,
+		`{"reviewId":"r","decision":{"type":"accept","hunks":["a"],"scope":{"kind":"tool","tool":"x"}}}`,
 		`{"reviewId":"r","decision":{"type":"reject","hunks":["a"]}}`,
 		`{"reviewId":"r","decision":{"type":"acceptForSession"}}`,
 		`{"reviewId":"r","decision":{"type":"acceptForSession","scope":{"kind":"tool"}}}`,

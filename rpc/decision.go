@@ -26,8 +26,11 @@ func DecodeDecide(params json.RawMessage) (ReviewDecideParams, error) {
 func (d Decision) Validate() error {
 	switch d.Type {
 	case DecisionAccept:
-		if d.Scope != nil || d.Reason != "" {
-			return fmt.Errorf("accept takes only hunks")
+		if d.Scope != nil {
+			return fmt.Errorf("accept takes only hunks and a reason")
+		}
+		if d.Reason != "" && d.Hunks == nil {
+			return fmt.Errorf("a reason goes with a partial accept (hunks) or a reject")
 		}
 		if d.Hunks != nil && len(d.Hunks) == 0 {
 			return fmt.Errorf("accept with an empty hunk list: use reject")

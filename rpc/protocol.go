@@ -472,9 +472,10 @@ type ReviewDecideParams struct {
 	Decision Decision `json:"decision"`
 }
 
-// Decision is a closed set: accept (all hunks, or the listed ones), acceptForSession (with a
-// scope from the review's Scopes), reject (with an optional reason), cancelTurn. Unknown fields
-// and fields that do not belong to the type are errors.
+// Decision is a closed set: accept (all hunks, or the listed ones, with an optional reason for
+// the hunks left out), acceptForSession (with a scope from the review's Scopes), reject (with an
+// optional reason), cancelTurn. Unknown fields and fields that do not belong to the type are
+// errors.
 type Decision struct {
 	Type   string      `json:"type"`
 	Hunks  []string    `json:"hunks,omitzero"`
