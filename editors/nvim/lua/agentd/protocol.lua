@@ -72,6 +72,7 @@ M.approval_modes = { "ask", "auto-edit", "plan", "yolo" }
 
 -- JSON-RPC error codes (docs/protocol.md section 8).
 M.error = {
+  model_unavailable = -32001,
   parse_error = -32700,
   invalid_request = -32600,
   method_not_found = -32601,
