@@ -303,7 +303,7 @@ func TestClassifySensitiveAndProtected(t *testing.T) {
 		{"grep x --file=.netrc", true, false},
 		{"cat < .env.local", true, false},
 		{"cat README.md", false, false},
-		{"cat .envrc", false, false},
+		{"cat .envrc", true, false}, // direnv files often export tokens
 		{"echo x > .git/hooks/pre-commit", false, true},
 		{"rm .vscode/settings.json", false, true},
 		{"cp evil .bashrc", false, true},

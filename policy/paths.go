@@ -4,32 +4,22 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentd/agentd/tools/fsafe"
 )
 
-// Built-in protected names (write-protected; case-folded). See notes/security.md: these are the
-// files through which a workspace configures tools that run code (git hooks and config, editor
-// settings, shell rc files, direnv, MCP servers) and agentd itself.
-var (
-	protectedDirs  = set(".git", ".agentd", ".vscode", ".idea")
-	protectedFiles = set(".nvim.lua", ".nvimrc", ".exrc", ".envrc", ".gitmodules", ".mcp.json",
-		".gitconfig", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-		".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc",
-		".inputrc")
-)
+// isProtectedPath reports whether a path (absolute or relative) names or lies inside a
+// write-protected location. The list is the file-safety layer's (fsafe.Classify): one list for the
+// file tools, the sandbox and the policy.
+func isProtectedPath(p string) bool {
+	protected, _, _ := fsafe.Classify(filepath.ToSlash(p))
+	return protected
+}
 
-// Built-in sensitive names (reading them asks; case-folded).
-var (
-	sensitiveDirs  = set(".ssh", ".gnupg", ".aws")
-	sensitiveFiles = set(".netrc", "_netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass",
-		"credentials", ".htpasswd", "environ")
-	sensitivePrefixes = []string{".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
-	sensitiveExts     = []string{".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx"}
-)
-
+// components splits a path into lower-cased components, without empty and "." ones.
 func components(p string) []string {
-	p = filepath.ToSlash(p)
 	var out []string
-	for _, c := range strings.Split(p, "/") {
+	for _, c := range strings.Split(filepath.ToSlash(p), "/") {
 		if c != "" && c != "." {
 			out = append(out, strings.ToLower(c))
 		}
@@ -37,44 +27,10 @@ func components(p string) []string {
 	return out
 }
 
-// isProtectedPath reports whether a path (absolute or relative) names or lies inside a
-// write-protected location.
-func isProtectedPath(p string) bool {
-	cs := components(p)
-	for _, c := range cs {
-		if protectedDirs[c] {
-			return true
-		}
-	}
-	return len(cs) > 0 && protectedFiles[cs[len(cs)-1]]
-}
-
-// isSensitivePath reports whether a path looks like a secret.
+// isSensitivePath reports whether a path looks like a secret (fsafe.Classify).
 func isSensitivePath(p string) bool {
-	cs := components(p)
-	if len(cs) == 0 {
-		return false
-	}
-	for _, c := range cs[:len(cs)-1] {
-		if sensitiveDirs[c] {
-			return true
-		}
-	}
-	base := cs[len(cs)-1]
-	if sensitiveFiles[base] || sensitiveDirs[base] {
-		return true
-	}
-	for _, pre := range sensitivePrefixes {
-		if base == pre || strings.HasPrefix(base, pre+".") || (pre != ".env" && strings.HasPrefix(base, pre)) {
-			return true
-		}
-	}
-	for _, ext := range sensitiveExts {
-		if strings.HasSuffix(base, ext) {
-			return true
-		}
-	}
-	return false
+	_, sensitive, _ := fsafe.Classify(filepath.ToSlash(p))
+	return sensitive
 }
 
 // pathPattern is a user pattern from a protect or sensitive line: path components matched with

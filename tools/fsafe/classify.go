@@ -79,7 +79,13 @@ var sensitiveFiles = map[string]string{
 	"id_ecdsa_sk":      "a private SSH key",
 	"id_ed25519":       "a private SSH key",
 	"id_ed25519_sk":    "a private SSH key",
+	"credentials":      "a credentials file",
+	"environ":          "a process environment (/proc/<pid>/environ) may hold secrets",
 }
+
+// Read-sensitive name prefixes: private SSH keys under other names (id_rsa_work); their .pub
+// halves are public.
+var sensitiveKeyPrefixes = []string{"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"}
 
 // Read-sensitive extensions (lower case): key and certificate stores.
 var sensitiveExts = []string{".pem", ".key", ".p12", ".pfx", ".p8", ".jks", ".keystore", ".ppk", ".kdbx"}
@@ -119,6 +125,8 @@ func classify(rel string) (protected, sensitive string) {
 		sensitive = base + " may hold secrets (environment files usually do)"
 	} else if ext := path.Ext(base); ext != "" && slices.Contains(sensitiveExts, ext) {
 		sensitive = base + " looks like a key or certificate store"
+	} else if ext != ".pub" && slices.ContainsFunc(sensitiveKeyPrefixes, func(p string) bool { return strings.HasPrefix(base, p) }) {
+		sensitive = base + " looks like a private SSH key"
 	}
 	return protected, sensitive
 }
