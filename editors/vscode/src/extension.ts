@@ -1,0 +1,134 @@
+// agentd for VS Code: renders and forwards. The daemon does the work (see docs/protocol.md).
+import * as fs from "node:fs";
+import * as vscode from "vscode";
+import { ChatViewProvider } from "./chat/view";
+import { RESTART_SETTINGS } from "./config";
+import { DaemonClient } from "./daemon/client";
+import { ReviewManager } from "./review/manager";
+import { SessionController } from "./session";
+import { StatusBar } from "./status";
+
+const loadedAt = Date.now();
+let daemonRef: DaemonClient | undefined;
+
+export interface Stats {
+	/** Wall clock (ms since the epoch) when the module was loaded, activate() returned, the daemon connected. */
+	loadedAt: number;
+	activatedAt: number;
+	connectedAt?: number;
+	activationMs: number;
+	loadToActivatedMs: number;
+	daemonStartMs?: number;
+	reviews: { reviewId: string; receivedAt: number; renderedAt?: number }[];
+	connection: string;
+	sessionId?: string;
+	items: number;
+}
+
+export function activate(context: vscode.ExtensionContext) {
+	const t0 = Date.now();
+	const version = (context.extension.packageJSON as { version?: string }).version ?? "0.0.0";
+	const log = vscode.window.createOutputChannel("agentd", { log: true });
+	const trace = vscode.window.createOutputChannel("agentd (protocol trace)");
+	const daemon = new DaemonClient(log, trace, version);
+	daemonRef = daemon;
+	const session = new SessionController(daemon, context.workspaceState, log);
+	const reviews = new ReviewManager(daemon, log);
+	const chat = new ChatViewProvider(context.extensionUri, session, reviews, log);
+	const status = new StatusBar(session);
+
+	context.subscriptions.push(
+		log,
+		trace,
+		daemon,
+		session,
+		reviews,
+		chat,
+		status,
+		vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }),
+		reviews.onDidChange(() => session.setPendingReviewCount(reviews.count)),
+		reviews.onLink((l) => session.linkReview(l.callId, l.reviewId, l.kind, l.why)),
+		session.onPendingReviews((ps) => reviews.addMany(ps)),
+		session.onSessionChanged((id) => reviews.retainSession(id)),
+	);
+
+	const cmd = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, fn));
+	cmd("agentd.focusChat", () => chat.reveal(true));
+	cmd("agentd.newSession", async () => {
+		await session.newSession();
+		await chat.reveal(true);
+	});
+	cmd("agentd.pickSession", () => session.pickSession());
+	cmd("agentd.pickModel", () => session.pickModel());
+	cmd("agentd.pickMode", () => session.pickMode());
+	cmd("agentd.stop", () => session.cancel());
+	cmd("agentd.revertLastTurn", () => session.revert());
+	cmd("agentd.manageGrants", () => session.manageGrants());
+	cmd("agentd.restart", () => daemon.restart());
+	cmd("agentd.showLog", () => log.show(true));
+	cmd("agentd.askAboutSelection", async (prompt?: string) => {
+		const ed = vscode.window.activeTextEditor;
+		if (!ed) {
+			void vscode.window.showInformationMessage("agentd: open a file and select the code to ask about.");
+			return;
+		}
+		session.addSelection(ed);
+		if (typeof prompt === "string" && prompt.trim()) {
+			await session.send(prompt);
+			await chat.reveal(false);
+			return;
+		}
+		await chat.reveal(true);
+	});
+	cmd("agentd.send", async (text: string) => {
+		if (typeof text === "string") await session.send(text);
+	});
+	// For the end-to-end tests and benchmarks: numbers only, no content.
+	const stats = (): Stats => ({
+		loadedAt,
+		activatedAt,
+		connectedAt: daemon.connectedAt,
+		activationMs,
+		loadToActivatedMs,
+		daemonStartMs: daemon.lastStartMs,
+		reviews: reviews.timings.slice(),
+		connection: daemon.connectionState.kind,
+		sessionId: session.sessionId,
+		items: session.chatState.items.length,
+	});
+	cmd("agentd._stats", async (): Promise<Stats> => stats());
+	// The end-to-end tests read the numbers from a file (AGENTD_VSCODE_STATS), as they cannot
+	// run hidden commands through the UI.
+	const statsFile = process.env.AGENTD_VSCODE_STATS;
+	if (statsFile) {
+		let last = "";
+		const timer = setInterval(() => {
+			const s = JSON.stringify(stats());
+			if (s === last) return;
+			last = s;
+			fs.writeFile(statsFile, s, () => undefined);
+		}, 100);
+		context.subscriptions.push({ dispose: () => clearInterval(timer) });
+	}
+	cmd("agentd._webviewPerf", () => chat.perf());
+	cmd("agentd._webviewPerfReset", () => chat.resetPerf());
+
+	context.subscriptions.push(
+		vscode.workspace.onDidChangeConfiguration(async (e) => {
+			if (!RESTART_SETTINGS.some((s) => e.affectsConfiguration(s))) return;
+			const choice = await vscode.window.showInformationMessage("agentd: the new settings apply after a reconnect.", "Reconnect");
+			if (choice) await daemon.restart();
+		}),
+	);
+
+	void daemon.start();
+	const activatedAt = Date.now();
+	const activationMs = activatedAt - t0;
+	const loadToActivatedMs = Date.now() - loadedAt;
+	log.info(`activated in ${activationMs} ms`);
+}
+
+/** Stops the daemon connection (a shared daemon keeps running; its sessions live on). */
+export function deactivate(): Thenable<void> | undefined {
+	return daemonRef?.stop();
+}

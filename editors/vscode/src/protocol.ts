@@ -1,0 +1,484 @@
+// agentd's editor protocol, mirrored one-to-one from rpc/protocol.go (the source of truth) and
+// documented with JSON examples in docs/protocol.md. test/protocol.test.ts parses the Go constants
+// and fails when this table drifts from them.
+//
+// This file has no dependency on `vscode` or vscode-languageclient, so the unit tests and the
+// webview can import it.
+
+export const PROTOCOL_VERSION = 1;
+
+/** Every agentd-specific method, by the name of its Go constant without the "Method" prefix. */
+export const Method = {
+	// Client → server requests.
+	SessionNew: "session/new",
+	SessionList: "session/list",
+	SessionAttach: "session/attach",
+	SessionDetach: "session/detach",
+	SessionPrompt: "session/prompt",
+	SessionSteer: "session/steer",
+	SessionCancel: "session/cancel",
+	SessionRevert: "session/revert",
+	SessionSetMode: "session/setMode",
+	ModelList: "model/list",
+	ReviewDecide: "review/decide",
+	ReviewList: "review/list",
+	GrantList: "grant/list",
+	GrantRevoke: "grant/revoke",
+	DaemonStatus: "daemon/status",
+	// Server → client.
+	SessionUpdate: "session/update",
+	ReviewRequested: "review/requested",
+	ReviewResolved: "review/resolved",
+	DocumentSave: "document/save",
+} as const;
+
+export type MethodName = (typeof Method)[keyof typeof Method];
+
+export type Direction = "client→server" | "server→client";
+
+export interface MethodInfo {
+	name: MethodName;
+	direction: Direction;
+	/** false: a notification. */
+	request: boolean;
+}
+
+/** Mirrors rpc.Methods. */
+export const Methods: readonly MethodInfo[] = [
+	{ name: Method.SessionNew, direction: "client→server", request: true },
+	{ name: Method.SessionList, direction: "client→server", request: true },
+	{ name: Method.SessionAttach, direction: "client→server", request: true },
+	{ name: Method.SessionDetach, direction: "client→server", request: true },
+	{ name: Method.SessionPrompt, direction: "client→server", request: true },
+	{ name: Method.SessionSteer, direction: "client→server", request: true },
+	{ name: Method.SessionCancel, direction: "client→server", request: true },
+	{ name: Method.SessionRevert, direction: "client→server", request: true },
+	{ name: Method.SessionSetMode, direction: "client→server", request: true },
+	{ name: Method.ModelList, direction: "client→server", request: true },
+	{ name: Method.ReviewDecide, direction: "client→server", request: true },
+	{ name: Method.ReviewList, direction: "client→server", request: true },
+	{ name: Method.GrantList, direction: "client→server", request: true },
+	{ name: Method.GrantRevoke, direction: "client→server", request: true },
+	{ name: Method.DaemonStatus, direction: "client→server", request: true },
+	{ name: Method.SessionUpdate, direction: "server→client", request: false },
+	{ name: Method.ReviewRequested, direction: "server→client", request: false },
+	{ name: Method.ReviewResolved, direction: "server→client", request: false },
+	{ name: Method.DocumentSave, direction: "server→client", request: true },
+];
+
+/** JSON-RPC error codes of docs/protocol.md §8. */
+export const ErrorCode = {
+	ParseError: -32700,
+	InvalidRequest: -32600,
+	MethodNotFound: -32601,
+	InvalidParams: -32602,
+	RequestCancelled: -32800,
+	UnknownSession: -32801,
+	UnknownReview: -32802,
+	TurnRunning: -32803,
+	ReviewResolved: -32804,
+	WorkspaceFolder: -32805,
+} as const;
+
+// ---- LSP basics (the subset used here, to keep this file free of dependencies) ----
+
+export interface Position {
+	line: number;
+	character: number;
+}
+export interface Range {
+	start: Position;
+	end: Position;
+}
+export interface TextEdit {
+	range: Range;
+	newText: string;
+}
+
+// ---- Lifecycle ----
+
+export type ApprovalMode = "ask" | "auto-edit" | "plan" | "yolo";
+export const APPROVAL_MODES: readonly ApprovalMode[] = ["ask", "auto-edit", "plan", "yolo"];
+
+export interface InitializationOptions {
+	protocolVersion: number;
+	client?: string;
+	reviews: boolean;
+	documentSave?: boolean;
+	model?: string;
+	approvalMode?: string;
+	ollamaHost?: string;
+	contextLength?: number;
+}
+
+/** capabilities.experimental.agentd of the initialize result. */
+export interface ServerInfo {
+	protocolVersion: number;
+	version: string;
+	sandbox: string;
+}
+
+// ---- Sessions ----
+
+export interface SessionInfo {
+	sessionId: string;
+	title: string;
+	workspaceFolder: string;
+	model: string;
+	approvalMode: string;
+	contextLength?: number;
+	createdAt: string;
+	updatedAt: string;
+	turns: number;
+	running: boolean;
+	attached: number;
+}
+
+export interface SessionNewParams {
+	workspaceFolder?: string;
+	model?: string;
+	approvalMode?: string;
+	title?: string;
+}
+export interface SessionNewResult {
+	session: SessionInfo;
+}
+
+export interface SessionListParams {
+	workspaceFolder?: string;
+}
+export interface SessionListResult {
+	sessions: SessionInfo[];
+}
+
+export interface SessionAttachParams {
+	sessionId: string;
+}
+export interface SessionAttachResult {
+	session: SessionInfo;
+	history: HistoryItem[];
+	pendingReviews: ReviewRequestedParams[];
+}
+
+export type HistoryItemType = "user" | "assistant" | "tool";
+export interface HistoryItem {
+	type: HistoryItemType;
+	turnId: string;
+	text?: string;
+	thinking?: string;
+	toolCall?: ToolCallInfo;
+}
+
+export interface SessionDetachParams {
+	sessionId: string;
+}
+export type SessionDetachResult = Record<string, never>;
+
+export interface ContextItem {
+	uri: string;
+	range?: Range;
+	text?: string;
+}
+
+export interface SessionPromptParams {
+	sessionId: string;
+	text: string;
+	context?: ContextItem[];
+}
+export interface SessionPromptResult {
+	turnId: string;
+}
+
+export interface SessionSteerParams {
+	sessionId: string;
+	text: string;
+}
+export interface SessionSteerResult {
+	turnId: string;
+}
+
+export interface SessionCancelParams {
+	sessionId: string;
+}
+export interface SessionCancelResult {
+	cancelled: boolean;
+}
+
+export interface SessionRevertParams {
+	sessionId: string;
+	turnId?: string;
+}
+export interface RevertSkip {
+	path: string;
+	reason: string;
+}
+export interface SessionRevertResult {
+	turnId: string;
+	restored: string[];
+	skipped: RevertSkip[];
+}
+
+export interface SessionSetModeParams {
+	sessionId: string;
+	approvalMode: string;
+}
+export interface SessionSetModeResult {
+	approvalMode: string;
+}
+
+export type ModelListParams = Record<string, never>;
+export interface ModelInfo {
+	name: string;
+	sizeBytes?: number;
+	parameterSize?: string;
+	capabilities?: string[];
+}
+export interface ModelListResult {
+	models: ModelInfo[];
+	default: string;
+}
+
+export type DaemonStatusParams = Record<string, never>;
+export interface DaemonStatusResult {
+	version: string;
+	sandbox: string;
+	sessions: number;
+	/** "ok" or what is wrong, with the fix. */
+	ollama: string;
+}
+
+// ---- Turns: session/update ----
+
+export const UpdateType = {
+	TurnStarted: "turnStarted",
+	UserMessage: "userMessage",
+	TextDelta: "textDelta",
+	ThinkingDelta: "thinkingDelta",
+	MessageCompleted: "messageCompleted",
+	ToolCallStarted: "toolCallStarted",
+	ToolCallUpdated: "toolCallUpdated",
+	ToolCallCompleted: "toolCallCompleted",
+	Usage: "usage",
+	Compaction: "compaction",
+	TurnCompleted: "turnCompleted",
+	TurnFailed: "turnFailed",
+} as const;
+export type UpdateKind = (typeof UpdateType)[keyof typeof UpdateType];
+
+export interface SessionUpdateParams {
+	sessionId: string;
+	turnId?: string;
+	seq: number;
+	update: Update;
+}
+
+export interface Update {
+	type: UpdateKind | string;
+	text?: string;
+	thinking?: string;
+	toolCall?: ToolCallInfo;
+	usage?: UsageInfo;
+	compaction?: CompactionInfo;
+	reason?: string;
+	error?: ErrorInfo;
+}
+
+export type ToolCallStatus = "pending" | "awaitingApproval" | "running" | "completed" | "failed";
+
+export interface ToolCallInfo {
+	callId: string;
+	tool: string;
+	label?: string;
+	status: ToolCallStatus | string;
+	arguments?: unknown;
+	activity?: string;
+	preview?: PreviewInfo;
+	progress?: string;
+	result?: ResultInfo;
+}
+
+export interface PreviewInfo {
+	summary: string;
+	unifiedDiff?: string;
+	command?: CommandPreview;
+}
+
+export interface ResultInfo {
+	type: string;
+	isError: boolean;
+	text: string;
+	elapsedMs: number;
+	truncated?: boolean;
+	details?: unknown;
+}
+
+export interface UsageInfo {
+	promptTokens: number;
+	outputTokens: number;
+	promptMs: number;
+	outputMs: number;
+	loadMs?: number;
+	contextLength: number;
+	contextPercent: number;
+}
+
+export interface CompactionInfo {
+	tokensBefore: number;
+	tokensAfter: number;
+	summary?: string;
+}
+
+export interface ErrorInfo {
+	kind: string;
+	message: string;
+	fix?: string;
+}
+
+// ---- Reviews ----
+
+export type ReviewKind = "edit" | "command" | "tool";
+
+export interface ReviewRequestedParams {
+	reviewId: string;
+	sessionId: string;
+	turnId: string;
+	callId: string;
+	tool: string;
+	label: string;
+	kind: ReviewKind | string;
+	why: string;
+	file?: FileReview;
+	command?: CommandPreview;
+	scopes: GrantScope[];
+	timeoutMs?: number;
+}
+
+export interface FileReview {
+	uri: string;
+	path: string;
+	created?: boolean;
+	deleted?: boolean;
+	version?: number;
+	hunks: Hunk[];
+	unifiedDiff: string;
+	edit: { edits: TextEdit[] };
+}
+
+/**
+ * One change of a file. Lines are 1-based. For a pure insertion (oldLines 0) oldStart is the line
+ * before which the added lines go. removed/added are whole lines without terminators.
+ */
+export interface Hunk {
+	id: string;
+	oldStart: number;
+	oldLines: number;
+	newStart: number;
+	newLines: number;
+	removed: string[];
+	added: string[];
+}
+
+export interface CommandPreview {
+	argv: string[];
+	cwd: string;
+	timeoutMs: number;
+	sandbox: string;
+	network: boolean;
+}
+
+export const ScopeKind = { Tool: "tool", Command: "command", Path: "path" } as const;
+
+export interface GrantScope {
+	kind: (typeof ScopeKind)[keyof typeof ScopeKind] | string;
+	tool?: string;
+	commandPrefix?: string[];
+	pathPrefix?: string;
+	label?: string;
+}
+
+export const DecisionType = {
+	Accept: "accept",
+	AcceptForSession: "acceptForSession",
+	Reject: "reject",
+	CancelTurn: "cancelTurn",
+} as const;
+
+/** The closed decision set; fields that do not belong to the type are errors on the daemon side. */
+export type Decision =
+	| { type: "accept"; hunks?: string[] }
+	| { type: "acceptForSession"; scope: GrantScope }
+	| { type: "reject"; reason?: string }
+	| { type: "cancelTurn" };
+
+export interface ReviewDecideParams {
+	reviewId: string;
+	decision: Decision;
+}
+export interface ReviewDecideResult {
+	outcome: "accepted" | "rejected" | "cancelled" | string;
+	settled: string[];
+}
+
+export interface ReviewListParams {
+	sessionId: string;
+}
+export interface ReviewListResult {
+	reviews: ReviewRequestedParams[];
+}
+
+export interface ReviewResolvedParams {
+	reviewId: string;
+	sessionId: string;
+	outcome: "accepted" | "rejected" | "cancelled" | string;
+	by: "editor" | "grant" | "timeout" | "disconnect" | "turnEnded" | string;
+	hunks?: string[];
+}
+
+// ---- Grants ----
+
+export interface GrantListParams {
+	sessionId: string;
+}
+export interface Grant {
+	id: string;
+	scope: GrantScope;
+}
+export interface GrantListResult {
+	grants: Grant[];
+}
+export interface GrantRevokeParams {
+	sessionId: string;
+	grantId: string;
+}
+export interface GrantRevokeResult {
+	revoked: boolean;
+}
+
+// ---- document/save ----
+
+export interface DocumentSaveParams {
+	uri: string;
+}
+export interface DocumentSaveResult {
+	saved: boolean;
+}
+
+/** Params and result type of every request, so `request()` call sites are checked. */
+export interface RequestTypes {
+	"session/new": [SessionNewParams, SessionNewResult];
+	"session/list": [SessionListParams, SessionListResult];
+	"session/attach": [SessionAttachParams, SessionAttachResult];
+	"session/detach": [SessionDetachParams, SessionDetachResult];
+	"session/prompt": [SessionPromptParams, SessionPromptResult];
+	"session/steer": [SessionSteerParams, SessionSteerResult];
+	"session/cancel": [SessionCancelParams, SessionCancelResult];
+	"session/revert": [SessionRevertParams, SessionRevertResult];
+	"session/setMode": [SessionSetModeParams, SessionSetModeResult];
+	"model/list": [ModelListParams, ModelListResult];
+	"review/decide": [ReviewDecideParams, ReviewDecideResult];
+	"review/list": [ReviewListParams, ReviewListResult];
+	"grant/list": [GrantListParams, GrantListResult];
+	"grant/revoke": [GrantRevokeParams, GrantRevokeResult];
+	"daemon/status": [DaemonStatusParams, DaemonStatusResult];
+}
+export type ClientRequest = keyof RequestTypes;
