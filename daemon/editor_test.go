@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools/sandbox"
+	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 )
 
@@ -587,6 +589,13 @@ func TestBadRequests(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: error %v, want %q", c.method, c.params, err, c.want)
 		}
+	}
+	// A request that cannot be carried out has a code and a readable message.
+	s := ed.newSession()
+	err := ed.call(rpc.MethodSessionRevert, rpc.SessionRevertParams{SessionID: s}, nil)
+	var rerr *jsonrpc2.Error
+	if !errors.As(err, &rerr) || rerr.Code != rpc.CodeRequestFailed || !strings.Contains(rerr.Message, "no turn of this session changed files") {
+		t.Errorf("revert with nothing to revert: %#v", err)
 	}
 	// Documents outside the workspace and untitled ones never enter the overlay.
 	ed.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{

@@ -24,6 +24,7 @@ const (
 	CodeTurnRunning          jsonrpc2.Code = -32803
 	CodeReviewResolved       jsonrpc2.Code = -32804
 	CodeWorkspace            jsonrpc2.Code = -32805
+	CodeRequestFailed        jsonrpc2.Code = -32806
 	CodeServerNotInitialized               = jsonrpc2.ServerNotInitialized
 	CodeInvalidParams                      = jsonrpc2.InvalidParams
 )
@@ -95,8 +96,15 @@ func (c *Conn) Go(h Handler) {
 		// synchronous request context crashes once the pooled request is recycled.
 		jsonrpc2.Async(ctx)
 		res, err := inner(ctx, req)
-		if errors.Is(err, context.Canceled) {
+		var rpcErr *jsonrpc2.Error
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled):
 			return nil, jsonrpc2.NewError(CodeRequestCancelled, "request cancelled")
+		case errors.Is(err, jsonrpc2.ErrMethodNotFound):
+		case !errors.As(err, &rpcErr):
+			// A plain error from a handler is a failure the editor shows; give it a code.
+			return nil, jsonrpc2.NewError(CodeRequestFailed, err.Error())
 		}
 		return res, err
 	})

@@ -138,7 +138,9 @@ func socketDaemon(b *testing.B, e *runEnv, mode string) (*benchEditor, string) {
 	sock := filepath.Join(e.home, "sock", "bench.sock") // the daemon creates the directory 0700
 	cmd := exec.Command(agentdBin, "serve", "--listen", "--socket", sock, "--approval", mode)
 	cmd.Env = e.env()
-	cmd.Stderr = os.Stderr
+	if logf, err := os.Create(filepath.Join(e.home, "daemon.log")); err == nil {
+		cmd.Stderr = logf // keep the benchmark output clean
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

@@ -68,6 +68,7 @@ export const Methods: readonly MethodInfo[] = [
 
 /** JSON-RPC error codes of docs/protocol.md §8. */
 export const ErrorCode = {
+	ModelUnavailable: -32001,
 	ParseError: -32700,
 	InvalidRequest: -32600,
 	MethodNotFound: -32601,
@@ -78,6 +79,7 @@ export const ErrorCode = {
 	TurnRunning: -32803,
 	ReviewResolved: -32804,
 	WorkspaceFolder: -32805,
+	RequestFailed: -32806,
 } as const;
 
 // ---- LSP basics (the subset used here, to keep this file free of dependencies) ----

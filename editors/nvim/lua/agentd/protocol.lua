@@ -83,6 +83,7 @@ M.error = {
   turn_running = -32803,
   review_resolved = -32804,
   workspace_folder = -32805,
+  request_failed = -32806,
 }
 
 return M
