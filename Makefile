@@ -8,6 +8,7 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
 build:
 	$(GO) build -o $(BIN) ./cmd/agentd
+	$(GO) build -o $(dir $(BIN))agentd-sandbox ./cmd/agentd-sandbox
 
 # test runs every test: Go (with the race detector) and, when their tools are installed, the
 # editor end-to-end suites.

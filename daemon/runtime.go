@@ -132,13 +132,27 @@ func NewRuntime(opts Options) (*Runtime, error) {
 		} else {
 			rt.features = sandbox.Detect()
 		}
-		rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features})
+		rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features, HelperPath: helperBinary()})
 		slog.Debug("sandbox probed", "took", time.Since(start), "features", rt.features.Describe())
 		if rt.sandboxErr != nil {
 			slog.Warn("no sandbox: commands cannot run", "err", rt.sandboxErr, "features", rt.features.Describe())
 		}
 	}()
 	return rt, nil
+}
+
+// helperBinary is the dedicated sandbox helper next to this executable (agentd-sandbox), which
+// starts faster than agentd itself; "" (agentd's own helper mode) when it is not there.
+func helperBinary() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(exe), "agentd-sandbox")
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return p
+	}
+	return ""
 }
 
 // probe waits for the sandbox probe.

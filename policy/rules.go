@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -293,16 +294,18 @@ func (rs *Rules) apply(cl *Classification) {
 //go:embed default.rules
 var defaultRulesText []byte
 
-var defaultRules = func() *Rules {
+// defaultRules parses the built-in rules on first use (checking their examples takes a few
+// milliseconds that every process start, the sandbox helper's included, would otherwise pay).
+var defaultRules = sync.OnceValue(func() *Rules {
 	f, err := parseFile("built-in", defaultRulesText, false)
 	if err != nil {
 		panic("policy: built-in rules: " + err.Error())
 	}
 	return f.rules
-}()
+})
 
 // DefaultRules returns the built-in rules (default.rules, embedded).
-func DefaultRules() *Rules { return defaultRules }
+func DefaultRules() *Rules { return defaultRules() }
 
 // DefaultRulesText returns the text of the built-in rules, for display or as a starting point.
 func DefaultRulesText() string { return string(defaultRulesText) }

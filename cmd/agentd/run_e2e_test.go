@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building agentd: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The dedicated sandbox helper, installed beside agentd as `make build` does.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "agentd-sandbox"), "../agentd-sandbox").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building agentd-sandbox: %v\n%s", err, out)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
