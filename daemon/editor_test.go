@@ -98,6 +98,11 @@ type note struct {
 }
 
 func (e *testEnv) editor(reviews bool) *fakeEditor {
+	return e.editorWith(rpc.InitializationOptions{ProtocolVersion: 1, Reviews: reviews, DocumentSave: true})
+}
+
+func (e *testEnv) editorWith(opts rpc.InitializationOptions) *fakeEditor {
+	reviews := opts.Reviews
 	a, b := net.Pipe()
 	go e.srv.ServeConn(a)
 	ed := &fakeEditor{t: e.t, env: e, reviews: reviews, docs: map[string]*editorDoc{}, wake: make(chan struct{}, 1)}
@@ -108,7 +113,7 @@ func (e *testEnv) editor(reviews bool) *fakeEditor {
 	init := map[string]any{
 		"processId": nil, "rootUri": fileURI(e.ws), "capabilities": map[string]any{},
 		"workspaceFolders":      []map[string]any{{"uri": fileURI(e.ws), "name": "ws"}},
-		"initializationOptions": rpc.InitializationOptions{ProtocolVersion: 1, Reviews: reviews, DocumentSave: true},
+		"initializationOptions": opts,
 	}
 	ed.call("initialize", init, &res)
 	ed.conn.Notify(context.Background(), "initialized", map[string]any{})
@@ -695,5 +700,26 @@ func TestWithoutASandboxEveryCommandAsksEvenInYolo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(env.ws, "out2.txt")); err == nil {
 		t.Error("the rejected command ran")
+	}
+}
+
+func TestTheEditorsOllamaHostAndContextCapApplyToItsSessions(t *testing.T) {
+	env := newEnv(t, nil)
+	other := ollamatest.NewServer(&ollamatest.Script{Models: []ollamatest.Model{
+		{Name: "qwen3:8b", Capabilities: []string{"completion", "tools"}, ContextLength: 40960}}})
+	defer other.Close()
+	other.Enqueue(ollamatest.Text("from the editor's server"))
+	ed := env.editorWith(rpc.InitializationOptions{ProtocolVersion: 1, Reviews: true, OllamaHost: other.URL, ContextLength: 12288})
+	s := ed.newSession()
+	ed.prompt(s, "hi")
+	if end := ed.turnEnd(); end.Type != rpc.UpdateTurnCompleted {
+		t.Fatalf("turn end = %+v", end)
+	}
+	chats := other.Chats()
+	if len(chats) != 1 || len(env.ollama.Chats()) != 0 {
+		t.Fatalf("editor's server got %d chats, the daemon's default %d", len(chats), len(env.ollama.Chats()))
+	}
+	if n := chats[0].NumCtx(); n == 0 || n > 12288 {
+		t.Errorf("num_ctx = %d, want at most the editor's cap 12288", n)
 	}
 }

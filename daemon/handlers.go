@@ -64,7 +64,8 @@ func (c *client) sessionNew(ctx context.Context, params []byte) (any, error) {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%v", err)
 		}
 	}
-	h, err := c.srv.rt.Open(SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Writer: editorWriter{c.srv}})
+	h, err := c.srv.rt.Open(SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Writer: editorWriter{c.srv},
+		OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
 	if err != nil {
 		return nil, fmt.Errorf("creating the session: %w", err)
 	}
@@ -131,7 +132,7 @@ func (c *client) sessionAttach(params []byte) (any, error) {
 	if err := rpc.DecodeStrict(params, &p); err != nil {
 		return nil, err
 	}
-	ls, err := c.srv.session(p.SessionID)
+	ls, err := c.srv.session(p.SessionID, c)
 	if err != nil {
 		return nil, err
 	}
@@ -296,12 +297,15 @@ func (c *client) sessionSetMode(params []byte) (any, error) {
 
 func (c *client) modelList(ctx context.Context) (any, error) {
 	c.mu.Lock()
-	model := c.init.Model
+	model, host := c.init.Model, c.init.OllamaHost
 	c.mu.Unlock()
 	if model == "" {
 		model = c.srv.rt.opts.Model
 	}
-	mc, err := c.srv.rt.opts.Models(c.srv.rt.opts.OllamaHost, model)
+	if host == "" {
+		host = c.srv.rt.opts.OllamaHost
+	}
+	mc, err := c.srv.rt.opts.Models(host, model)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +351,13 @@ func (c *client) grantRevoke(params []byte) (any, error) {
 func (c *client) daemonStatus(ctx context.Context) (any, error) {
 	rt := c.srv.rt
 	status := "ok"
-	mc, err := rt.opts.Models(rt.opts.OllamaHost, rt.opts.Model)
+	c.mu.Lock()
+	host := c.init.OllamaHost
+	c.mu.Unlock()
+	if host == "" {
+		host = rt.opts.OllamaHost
+	}
+	mc, err := rt.opts.Models(host, rt.opts.Model)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		_, err = mc.Version(ctx)

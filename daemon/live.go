@@ -40,8 +40,8 @@ func (s *Server) newLive(h *Harness) *liveSession {
 	return ls
 }
 
-// session finds a live session, loading a stored one.
-func (s *Server) session(id string) (*liveSession, error) {
+// session finds a live session, loading a stored one with the connection's settings.
+func (s *Server) session(id string, c *client) (*liveSession, error) {
 	s.mu.Lock()
 	ls := s.sessions[id]
 	s.mu.Unlock()
@@ -51,7 +51,10 @@ func (s *Server) session(id string) (*liveSession, error) {
 	if id == "" {
 		return nil, rpc.Errorf(rpc.CodeUnknownSession, "sessionId is required")
 	}
-	h, err := s.rt.Open(SessionSpec{ID: id, Writer: editorWriter{s}})
+	c.mu.Lock()
+	init := c.init
+	c.mu.Unlock()
+	h, err := s.rt.Open(SessionSpec{ID: id, Writer: editorWriter{s}, OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeUnknownSession, "session %s: %v", id, err)
 	}

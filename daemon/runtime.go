@@ -239,6 +239,9 @@ type SessionSpec struct {
 	Title     string
 	// Writer routes writes of documents open in an editor (nil: disk).
 	Writer fsafe.Writer
+	// OllamaHost and ContextCap override the runtime's for this session (the editor's settings).
+	OllamaHost string
+	ContextCap int
 }
 
 // Harness is a session's parts before and around its agent loop: journal, tools, policy,
@@ -258,6 +261,7 @@ type Harness struct {
 	audit       *store.Audit
 	model       ModelClient
 	tmpDir      string
+	contextCap  int
 }
 
 // Open creates or resumes a session's harness.
@@ -306,14 +310,18 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 			return nil, err
 		}
 	}
-	if err := h.build(spec.Writer); err != nil {
+	h.contextCap = spec.ContextCap
+	if h.contextCap == 0 {
+		h.contextCap = rt.opts.ContextCap
+	}
+	if err := h.build(spec.Writer, spec.OllamaHost); err != nil {
 		h.journal.Close()
 		return nil, err
 	}
 	return h, nil
 }
 
-func (h *Harness) build(writer fsafe.Writer) error {
+func (h *Harness) build(writer fsafe.Writer, host string) error {
 	rt := h.rt
 	rt.probe()
 	h.fs = fsafe.New(h.ws.fs, fsafe.Options{Overlay: rt.overlay, Writer: writer, Queue: h.ws.queue})
@@ -377,7 +385,10 @@ func (h *Harness) build(writer fsafe.Writer) error {
 		return err
 	}
 	h.audit = rt.store.Audit(h.Settings.ID)
-	if h.model, err = rt.opts.Models(rt.opts.OllamaHost, h.Settings.Model); err != nil {
+	if host == "" {
+		host = rt.opts.OllamaHost
+	}
+	if h.model, err = rt.opts.Models(host, h.Settings.Model); err != nil {
 		return err
 	}
 	return nil
@@ -447,7 +458,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		for _, d := range h.registry.Definitions() {
 			estimate += (len(d.Description) + len(d.Parameters)) / 3
 		}
-		numCtx = ollama.ChooseNumCtx(info.ContextLength, h.rt.opts.ContextCap, estimate+8192, 8192)
+		numCtx = ollama.ChooseNumCtx(info.ContextLength, h.contextCap, estimate+8192, 8192)
 		h.Settings.NumCtx = numCtx
 		h.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &h.Settings})
 	}
