@@ -765,6 +765,7 @@ async function dirtyBufferScenario({ page, chat, fake }) {
 	await lens(page, "Accept all").waitFor({ timeout: 30000 });
 	// Accept with the keyboard: Ctrl+Alt+Y accepts the hunk at the cursor (or the next one).
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
 	await page.keyboard.press("Control+Alt+y");
 	await chat.locator(".item.assistant", { hasText: "Changed the greeting" }).waitFor({ timeout: 20000 });
 	// The accepted change went into the buffer on top of the unsaved text; the disk is untouched.
@@ -776,9 +777,13 @@ async function dirtyBufferScenario({ page, chat, fake }) {
 	await page.locator(".tabs-container .tab.dirty", { hasText: "greet.go" }).waitFor();
 	const tools = toolMessages(await fakeRequests(fake));
 	say("edit result for the model:", JSON.stringify(tools.at(-1)));
-	// One Ctrl+Z takes the whole accepted change back, and only it.
+	// One Ctrl+Z takes the whole accepted change back, and only it. The key goes to the focused
+	// widget: wait until the editor has focus (under load the click takes effect late).
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
 	await page.keyboard.press("Control+z");
+	// editorText reads the rendered lines: bring the top of the file back into view.
+	await page.keyboard.press("Control+Home");
 	await waitFor("undo of the accepted change", async () => {
 		const t = await editorText(page);
 		return t.includes("// draft, not saved") && t.includes("Good morning, ");
