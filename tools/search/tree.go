@@ -177,23 +177,7 @@ func (s *scope) readTreeDir(it treeItem) ([]*TreeEntry, *level) {
 	}
 	lv := it.lv
 	if !s.filter.noIgnore {
-		var has [numKinds]bool
-		git, any := false, false
-		for _, e := range ents {
-			switch e.Name() {
-			case ".rgignore":
-				has[kindRgignore], any = true, true
-			case ".ignore":
-				has[kindIgnore], any = true, true
-			case ".gitignore":
-				has[kindGitignore], any = true, true
-			case ".git":
-				git, any = true, true
-			}
-		}
-		if any {
-			lv = newLevel(it.lv, s.root, it.abs, len(it.comps), has, git)
-		}
+		lv = levelFor(it.lv, s.root, it.abs, len(it.comps), ents)
 	}
 	kids := []*TreeEntry{}
 	for _, e := range ents {

@@ -163,23 +163,7 @@ func (w *walker) process(id int, j walkJob) {
 	}
 	lv := j.lv
 	if !w.filter.noIgnore {
-		var has [numKinds]bool
-		git, any := false, false
-		for _, e := range ents {
-			switch e.Name() {
-			case ".rgignore":
-				has[kindRgignore], any = true, true
-			case ".ignore":
-				has[kindIgnore], any = true, true
-			case ".gitignore":
-				has[kindGitignore], any = true, true
-			case ".git":
-				git, any = true, true
-			}
-		}
-		if any {
-			lv = newLevel(j.lv, w.root, j.abs, len(j.comps), has, git)
-		}
+		lv = levelFor(j.lv, w.root, j.abs, len(j.comps), ents)
 	}
 	var dirs []walkJob
 	var files []string
@@ -222,4 +206,27 @@ func (w *walker) process(id int, j walkJob) {
 		}
 		w.visit(id, filepath.Join(j.abs, name), joinRel(j.rel, name))
 	}
+}
+
+// levelFor returns the ignore level of a directory from its entries: a new level when it holds
+// ignore files or a .git (a repository root), else its parent's.
+func levelFor(parent *level, root, abs string, depth int, ents []os.DirEntry) *level {
+	var has [numKinds]bool
+	git, any := false, false
+	for _, e := range ents {
+		switch e.Name() {
+		case ".rgignore":
+			has[kindRgignore], any = true, true
+		case ".ignore":
+			has[kindIgnore], any = true, true
+		case ".gitignore":
+			has[kindGitignore], any = true, true
+		case ".git":
+			git, any = true, true
+		}
+	}
+	if !any {
+		return parent
+	}
+	return newLevel(parent, root, abs, depth, has, git)
 }
