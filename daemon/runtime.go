@@ -40,7 +40,11 @@ type Options struct {
 	Policy policy.Locations
 	// ReviewTimeout rejects a review nobody answered (0: wait as long as the turn lives).
 	ReviewTimeout time.Duration
-	// Models makes model clients (nil: Ollama).
+	// KeepAlive is how long Ollama keeps the model loaded after each request while a session
+	// lives (nil: DefaultKeepAlive; 0 unloads after every reply; negative: until Ollama stops).
+	// When the last session ends, the model goes back to Ollama's own 5 minutes.
+	KeepAlive *time.Duration
+	// Models makes model clients (nil: Ollama with KeepAlive).
 	Models ModelFactory
 	// Sandbox forces a sandbox mode (ModeAuto: the strongest available).
 	Sandbox sandbox.Mode
@@ -61,6 +65,10 @@ type ModelClient interface {
 // ModelFactory makes a client for a model on a host.
 type ModelFactory func(host, model string) (ModelClient, error)
 
+// DefaultKeepAlive keeps the model loaded across a long review: Ollama's own 5 minutes would
+// unload it while the user reads a diff, and the next call would pay a reload and a full prefill.
+const DefaultKeepAlive = 30 * time.Minute
+
 // DefaultModel is the model used when nothing else is configured: qwen3:8b handles native tool
 // calls reliably at laptop size (5 GB at Q4), has a 40k trained context and optional thinking.
 const DefaultModel = "qwen3:8b"
@@ -78,7 +86,9 @@ type Runtime struct {
 	features   sandbox.Features
 
 	mu         sync.Mutex
-	workspaces map[string]*workspace // by canonical root
+	workspaces map[string]*workspace  // by canonical root
+	open       int                    // harnesses not yet closed
+	models     map[string]ModelClient // clients the open sessions used, by host and model
 }
 
 // workspace is what sessions of one root share.
@@ -99,8 +109,15 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	if _, err := policy.ParseMode(opts.ApprovalMode); err != nil {
 		return nil, err
 	}
+	if opts.KeepAlive == nil {
+		keep := DefaultKeepAlive
+		opts.KeepAlive = &keep
+	}
 	if opts.Models == nil {
-		opts.Models = OllamaModels
+		keep := opts.KeepAlive
+		opts.Models = func(host, model string) (ModelClient, error) {
+			return ollama.New(ollama.Config{Host: host, Model: model, KeepAlive: keep})
+		}
 	}
 	if opts.StateDir == "" {
 		dir, err := store.DefaultDir()
@@ -163,8 +180,42 @@ func OllamaModels(host, model string) (ModelClient, error) {
 	return ollama.New(ollama.Config{Host: host, Model: model})
 }
 
-// Close closes the stores.
-func (rt *Runtime) Close() error { return rt.store.Close() }
+// Close releases the models and closes the stores.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	models := rt.models
+	rt.models = nil
+	rt.mu.Unlock()
+	releaseModels(models)
+	return rt.store.Close()
+}
+
+// releaseModels hands models kept loaded back to Ollama's own idle timeout (see Options.KeepAlive).
+func releaseModels(models map[string]ModelClient) {
+	for key, m := range models {
+		r, ok := m.(interface{ Release(context.Context) error })
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := r.Release(ctx); err != nil {
+			slog.Warn("releasing the model", "model", key, "err", err)
+		}
+		cancel()
+	}
+}
+
+// harnessClosed counts a closed harness; the last one releases the models.
+func (rt *Runtime) harnessClosed() {
+	rt.mu.Lock()
+	rt.open--
+	var models map[string]ModelClient
+	if rt.open == 0 {
+		models, rt.models = rt.models, nil
+	}
+	rt.mu.Unlock()
+	releaseModels(models)
+}
 
 // Store returns the session store.
 func (rt *Runtime) Store() *store.Store { return rt.store }
@@ -262,6 +313,7 @@ type Harness struct {
 	model       ModelClient
 	tmpDir      string
 	contextCap  int
+	closeOnce   sync.Once
 }
 
 // Open creates or resumes a session's harness.
@@ -391,6 +443,13 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if h.model, err = rt.opts.Models(host, h.Settings.Model); err != nil {
 		return err
 	}
+	rt.mu.Lock()
+	rt.open++
+	if rt.models == nil {
+		rt.models = map[string]ModelClient{}
+	}
+	rt.models[host+" "+h.Settings.Model] = h.model
+	rt.mu.Unlock()
 	return nil
 }
 
@@ -440,8 +499,12 @@ func (h *Harness) Revert(turnID string) (string, store.RevertResult, error) {
 	return turnID, res, err
 }
 
-// Close closes the journal.
-func (h *Harness) Close() error { return h.journal.Close() }
+// Close closes the journal; the last session to close releases the models (Options.KeepAlive).
+func (h *Harness) Close() error {
+	err := h.journal.Close()
+	h.closeOnce.Do(h.rt.harnessClosed)
+	return err
+}
 
 // Start builds the agent loop. ask answers the calls the policy wants the user to decide; sink
 // receives every event. The model is asked for its capabilities and the context window is chosen

@@ -74,8 +74,8 @@ func (c *Client) buildRequest(req *agent.ModelRequest) (*api.ChatRequest, error)
 		}
 		areq.Tools = ts
 	}
-	if c.keepAlive != 0 {
-		areq.KeepAlive = &api.Duration{Duration: c.keepAlive}
+	if c.keepAlive != nil {
+		areq.KeepAlive = &api.Duration{Duration: *c.keepAlive}
 	}
 	return areq, nil
 }

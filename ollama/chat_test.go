@@ -322,17 +322,88 @@ func TestChatPrefixIsByteStable(t *testing.T) {
 }
 
 func TestChatKeepAlive(t *testing.T) {
-	srv := fakeServer(t)
-	srv.Enqueue(ollamatest.Text("ok"))
-	c, err := ollama.New(ollama.Config{Host: srv.URL, Model: testModel, KeepAlive: 30 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
+	d := func(v time.Duration) *time.Duration { return &v }
+	cases := []struct {
+		name string
+		keep *time.Duration
+		want string // the keep_alive the request carries (JSON), "" for none
+	}{
+		{"unset leaves the server's default", nil, ""},
+		{"30 minutes", d(30 * time.Minute), `"30m0s"`},
+		{"0 unloads after the reply", d(0), `"0s"`},
+		{"negative keeps it loaded", d(-1), `-1`},
 	}
-	if res := runChat(context.Background(), c, userRequest("hi")); res.err != nil {
-		t.Fatal(res.err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeServer(t)
+			srv.Enqueue(ollamatest.Text("ok"))
+			c, err := ollama.New(ollama.Config{Host: srv.URL, Model: testModel, KeepAlive: tc.keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := runChat(context.Background(), c, userRequest("hi")); res.err != nil {
+				t.Fatal(res.err)
+			}
+			var sent struct {
+				KeepAlive json.RawMessage `json:"keep_alive"`
+			}
+			body := lastChat(t, srv).Body
+			if err := json.Unmarshal(body, &sent); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(sent.KeepAlive); got != tc.want {
+				t.Errorf("keep_alive %s, want %s, in %s", got, tc.want, body)
+			}
+		})
 	}
-	if ka := lastChat(t, srv).Request.KeepAlive; ka == nil || ka.Duration != 30*time.Minute {
-		t.Errorf("keep_alive %v in %s", ka, lastChat(t, srv).Body)
+}
+
+// TestRelease: when the last session ends, a model kept loaded for longer than the server's default
+// is handed back to that default (5 minutes), and nothing is sent when there is nothing to hand
+// back — in particular a model no longer loaded is not loaded again.
+func TestRelease(t *testing.T) {
+	d := func(v time.Duration) *time.Duration { return &v }
+	cases := []struct {
+		name      string
+		keep      *time.Duration
+		chatFirst bool
+		wantSent  bool
+	}{
+		{"kept 30m and loaded", d(30 * time.Minute), true, true},
+		{"kept forever and loaded", d(-1), true, true},
+		{"kept 30m but no longer loaded", d(30 * time.Minute), false, false},
+		{"server default", nil, true, false},
+		{"unloaded after every reply", d(0), true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeServer(t)
+			srv.Enqueue(ollamatest.Text("ok"))
+			c, err := ollama.New(ollama.Config{Host: srv.URL, Model: testModel, KeepAlive: tc.keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.chatFirst {
+				if res := runChat(context.Background(), c, userRequest("hi")); res.err != nil {
+					t.Fatal(res.err)
+				}
+			}
+			before := len(srv.Chats())
+			if err := c.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			chats := srv.Chats()
+			if sent := len(chats) > before; sent != tc.wantSent {
+				t.Fatalf("release sent a request: %v, want %v", sent, tc.wantSent)
+			}
+			if !tc.wantSent {
+				return
+			}
+			last := chats[len(chats)-1].Request
+			if len(last.Messages) != 0 || last.KeepAlive == nil || last.KeepAlive.Duration != ollama.ServerKeepAlive {
+				t.Errorf("release request %s, want no messages and keep_alive 5m", chats[len(chats)-1].Body)
+			}
+		})
 	}
 }
 

@@ -36,13 +36,13 @@ type Config struct {
 	// Files lists the config files that were read, in order.
 	Files []string
 	// Settings are the daemon settings of the user config (model, ollama-host, context-length,
-	// think, review-timeout), by keyword. A workspace config cannot set them: it could point
+	// think, review-timeout, keep-alive), by keyword. A workspace config cannot set them: it could point
 	// agentd at another model server.
 	Settings map[string]string
 }
 
 // SettingKeys are the daemon settings a user config may hold, one per line: `model qwen3:8b`.
-var SettingKeys = []string{"model", "ollama-host", "context-length", "think", "review-timeout"}
+var SettingKeys = []string{"model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive"}
 
 // Locations are where agentd keeps the user's configuration and state, outside any workspace.
 type Locations struct {
@@ -371,7 +371,7 @@ func parseFile(name string, data []byte, config bool) (*fileContents, error) {
 					f.sensitive = append(f.sensitive, v)
 				}
 			}
-		case "model", "ollama-host", "context-length", "think", "review-timeout":
+		case "model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive":
 			if !config {
 				fail(src, "%s is a config setting, not a rule", kw)
 				continue

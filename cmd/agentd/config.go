@@ -21,6 +21,7 @@ type settings struct {
 	think         bool
 	stateDir      string
 	reviewTimeout time.Duration
+	keepAlive     string
 }
 
 func (s *settings) register(fs *flag.FlagSet) {
@@ -31,6 +32,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.think, "think", false, "turn thinking on for models that have it")
 	fs.StringVar(&s.stateDir, "state-dir", "", "where sessions, checkpoints and the audit log live (default $XDG_STATE_HOME/agentd)")
 	fs.DurationVar(&s.reviewTimeout, "review-timeout", 0, "reject a review nobody answered after this long (default: never)")
+	fs.StringVar(&s.keepAlive, "keep-alive", "", "keep the model loaded this long after each request while a session lives: a duration, 0 to unload after every reply, -1 for ever (default $AGENTD_KEEP_ALIVE or "+daemon.DefaultKeepAlive.String()+")")
 }
 
 // resolve fills what the flags left empty from the environment and the config file.
@@ -90,5 +92,25 @@ func (s *settings) resolve() (daemon.Options, []string, error) {
 		}
 		opts.ReviewTimeout = d
 	}
+	if ka := pick(s.keepAlive, "AGENTD_KEEP_ALIVE", "keep-alive"); ka != "" {
+		d, err := parseKeepAlive(ka)
+		if err != nil {
+			return opts, nil, err
+		}
+		opts.KeepAlive = &d
+	}
 	return opts, cfg.Warnings, nil
+}
+
+// parseKeepAlive reads a keep-alive as Ollama does: a duration ("30m"), or a number of seconds
+// ("0", "-1").
+func parseKeepAlive(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("keep-alive %q is neither a duration (30m) nor a number of seconds (0, -1)", v)
+	}
+	return d, nil
 }

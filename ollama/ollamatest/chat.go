@@ -50,6 +50,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", req.Model))
 		return
 	}
+	s.touch(&req)
 	if len(req.Messages) == 0 {
 		// Preload (or unload with keep_alive 0), as Ollama answers it.
 		reason := "load"

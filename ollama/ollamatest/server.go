@@ -37,6 +37,7 @@ type Server struct {
 	calls     []string
 	unmatched []string
 	nextID    int
+	loaded    map[string]time.Time // model (normalized name) → when it unloads, as /api/ps reports
 }
 
 // ChatRecord is one chat request the server received.
@@ -237,7 +238,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Version string `json:"version"`
 		}{v})
 	case r.URL.Path == "/api/ps" && r.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, api.ProcessResponse{Models: []api.ProcessModelResponse{}})
+		writeJSON(w, http.StatusOK, api.ProcessResponse{Models: s.running()})
 	case r.URL.Path == "/_fake/requests" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, s.Chats())
 	case r.URL.Path == "/_fake/unmatched" && r.Method == http.MethodGet:
@@ -282,6 +283,45 @@ func (s *Server) model(name string) (m Model, ok, declared bool) {
 		}
 	}
 	return Model{}, false, true
+}
+
+// touch records a chat request's effect on the loaded models, as Ollama's scheduler does: a model
+// stays loaded for the request's keep_alive (the server's 5 minutes when it says nothing), is
+// unloaded at once with keep_alive 0, and stays until the server stops with a negative one.
+func (s *Server) touch(req *api.ChatRequest) {
+	keep := 5 * time.Minute
+	if req.KeepAlive != nil {
+		keep = req.KeepAlive.Duration
+	}
+	name := normalizeName(req.Model)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loaded == nil {
+		s.loaded = map[string]time.Time{}
+	}
+	switch {
+	case keep == 0:
+		delete(s.loaded, name)
+	case keep < 0:
+		s.loaded[name] = time.Date(2318, 8, 14, 0, 0, 0, 0, time.UTC) // what Ollama reports for "forever"
+	default:
+		s.loaded[name] = time.Now().Add(keep)
+	}
+}
+
+// running lists the loaded models for /api/ps.
+func (s *Server) running() []api.ProcessModelResponse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []api.ProcessModelResponse{}
+	now := time.Now()
+	for name, until := range s.loaded {
+		if until.After(now) {
+			out = append(out, api.ProcessModelResponse{Name: name, Model: name, ExpiresAt: until})
+		}
+	}
+	slices.SortFunc(out, func(a, b api.ProcessModelResponse) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func normalizeName(n string) string {
