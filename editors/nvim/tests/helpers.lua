@@ -3,6 +3,19 @@
 -- A test file does:  local H = dofile(<dir>/helpers.lua); H.setup(); H.test("name", fn) ...; H.done()
 -- H.done() quits with status 0 when everything passed, else 1 (cquit). An error outside H.test
 -- falls through to the runner's trailing `cquit 1`.
+--
+-- Errors never pass silently. Errors raised in callbacks (vim.schedule, vim.defer_fn, timers,
+-- autocmds, jobs, LSP handlers) do not reach the test's pcall: Neovim prints them, sets v:errmsg
+-- and keeps them in :messages. So after each test the harness drains the scheduled callbacks and
+-- fails the test when
+--   - v:errmsg is not empty, or :messages (cleared before each test) holds an error
+--     ("Error executing …", "E123: …", "Error detected while processing …", a stack traceback);
+--   - vim.api.nvim_err_writeln / nvim_err_write was called;
+--   - vim.notify was called with level ERROR and the test did not look at that notification
+--     (H.notified / H.expect_error mark it as expected).
+-- Errors between tests are reported as failures named after the next test (or the file's end).
+-- Before each test a line "agentd-test: begin <name>" goes to stderr, where Neovim prints errors
+-- in headless mode, so scripts/test.sh can name the test of any error line it finds there.
 local H = {}
 
 local uv = vim.uv or vim.loop
@@ -15,6 +28,8 @@ H.out = os.getenv("AGENTD_TEST_OUT") or (H.repo .. "/out/nvim-tests")
 local passed, failed, skipped = 0, 0, 0
 local failures = {}
 local cleanups = {}
+local recorded = {} -- errors seen by the wrappers below since the last check: { source, text }
+local current = nil -- name of the running test
 
 local function out(s)
   io.stdout:write(s .. "\n")
@@ -38,14 +53,25 @@ function H.setup(opts)
   vim.o.hidden = true
   H.name = opts.name or vim.fn.fnamemodify(debug.getinfo(2, "S").source:sub(2), ":t:r")
   H.notifications = {}
+  H.capture_errors()
   local notify = vim.notify
   vim.notify = function(msg, level, o)
-    table.insert(H.notifications, { msg = msg, level = level })
+    local n = { msg = msg, level = level, test = current }
+    table.insert(H.notifications, n)
+    if level and level >= vim.log.levels.ERROR then
+      table.insert(recorded, { source = "vim.notify(ERROR)", text = tostring(msg), notification = n })
+    end
     if os.getenv("AGENTD_TEST_VERBOSE") then
       out("  notify[" .. tostring(level) .. "] " .. tostring(msg))
     end
     if H.notify_passthrough then
-      return notify(msg, level, o)
+      in_notify = true
+      local ok, res = pcall(notify, msg, level, o)
+      in_notify = false
+      if not ok then
+        error(res, 0)
+      end
+      return res
     end
   end
   out(string.format("# %s on nvim %s", H.name, H.version()))
@@ -117,26 +143,159 @@ function H.wait(cond, timeout_ms, msg)
   end
 end
 
-function H.sleep(ms)
-  vim.wait(ms, function()
-    return false
-  end, 5)
+-- Errors ----------------------------------------------------------------------------------------
+
+-- What Neovim prints for an error: "Error executing lua callback: …", "Error executing vim.schedule
+-- lua callback: …", "Error detected while processing …", "E5108: …", and the traceback Neovim 0.7
+-- prints alone for an error in a job callback.
+local error_patterns = { "Error executing", "Error detected while processing", "stack traceback:", "^E%d+:",
+  "[^%w_]E%d+:" }
+
+--- The lines of text (a string or a list of lines) that are Neovim error messages.
+function H.error_lines(text)
+  if type(text) == "table" then
+    text = table.concat(text, "\n")
+  end
+  local found = {}
+  for line in (tostring(text) .. "\n"):gmatch("([^\n]*)\n") do
+    for _, p in ipairs(error_patterns) do
+      if line:find(p) then
+        table.insert(found, line)
+        break
+      end
+    end
+  end
+  return found
+end
+
+local in_notify = false
+
+--- Starts recording errors (H.setup calls it; idempotent).
+function H.capture_errors()
+  if H._capturing then
+    return
+  end
+  H._capturing = true
+  for _, fname in ipairs({ "nvim_err_writeln", "nvim_err_write" }) do
+    local orig = vim.api[fname]
+    vim.api[fname] = function(str)
+      if not in_notify then
+        table.insert(recorded, { source = fname, text = tostring(str) })
+      end
+      return orig(str)
+    end
+  end
+  vim.v.errmsg = ""
+  pcall(vim.cmd, "messages clear")
+end
+
+--- Runs the callbacks already queued with vim.schedule, and the ones they queue in turn: a
+--- callback scheduled now runs after them (the queue is first in, first out). A test that checks
+--- that something does NOT happen in a scheduled callback waits for this positive event.
+--- Timers (vim.defer_fn) are not covered: wait for what they do instead.
+function H.drain(what)
+  for _ = 1, 2 do
+    local ran = false
+    vim.schedule(function()
+      ran = true
+    end)
+    if not vim.wait(10000, function()
+      return ran
+    end, 1) then
+      error("timed out waiting for the scheduled callbacks to run" .. (what and (" (" .. what .. ")") or ""), 2)
+    end
+  end
+end
+
+-- Errors seen since the last call: v:errmsg, error lines in :messages, recorded calls. Clears them.
+local function collect()
+  local found = {}
+  local em = vim.v.errmsg
+  if em ~= nil and em ~= "" then
+    table.insert(found, "v:errmsg: " .. em)
+    vim.v.errmsg = ""
+  end
+  local ok, msgs = pcall(vim.fn.execute, "messages")
+  if ok then
+    -- all of it: an error's text may be on a line of its own (0.7 prints a job callback's error
+    -- as "<n> function: 0x… <file>:<line>: <message>", then the traceback)
+    if #H.error_lines(msgs) > 0 then
+      table.insert(found, ":messages:\n" .. vim.trim(msgs))
+    end
+  else
+    table.insert(found, ":messages failed: " .. tostring(msgs))
+  end
+  pcall(vim.cmd, "messages clear")
+  for _, r in ipairs(recorded) do
+    if not (r.notification and r.notification.seen) then
+      table.insert(found, r.source .. ": " .. r.text)
+    end
+  end
+  recorded = {}
+  return found
+end
+
+local function begin(name)
+  current = name
+  -- on a line of its own: Neovim's last message may not end with a newline
+  io.stderr:write("\nagentd-test: begin " .. name .. "\n")
+  io.stderr:flush()
+end
+
+local function indent(s)
+  return (tostring(s):gsub("\n", "\n  "))
+end
+
+local function fail(name, ms, err, errs)
+  failed = failed + 1
+  table.insert(failures, name)
+  local parts = { string.format("FAIL %s%s", name, ms and string.format(" (%.0f ms)", ms) or "") }
+  if err then
+    table.insert(parts, "  " .. indent(err))
+  end
+  if errs and #errs > 0 then
+    table.insert(parts, "  errors produced while it ran:")
+    for i, e in ipairs(errs) do
+      if i > 30 then
+        table.insert(parts, string.format("    … and %d more", #errs - 30))
+        break
+      end
+      table.insert(parts, "    " .. (tostring(e):gsub("\n", "\n      ")))
+    end
+  end
+  out(table.concat(parts, "\n"))
 end
 
 function H.test(name, fn)
+  local pre_drained, pre_err = pcall(H.drain)
+  local before = collect()
+  if not pre_drained then
+    table.insert(before, tostring(pre_err))
+  end
+  if #before > 0 then
+    fail("before '" .. name .. "'", nil, "errors outside a test (file code, or callbacks of an earlier test)", before)
+  end
+  begin(name)
   local t0 = uv.hrtime()
   local ok, err = xpcall(fn, debug.traceback)
+  local drained, derr = pcall(H.drain)
+  local errs = collect()
+  if not drained then
+    table.insert(errs, tostring(derr))
+  end
+  current = nil
   local ms = (uv.hrtime() - t0) / 1e6
-  if ok then
+  local skip = not ok and type(err) == "string" and err:find("SKIP:", 1, true)
+  if #errs > 0 then
+    fail(name, ms, (not ok and not skip) and err or nil, errs)
+  elseif ok then
     passed = passed + 1
     out(string.format("ok   %s (%.0f ms)", name, ms))
-  elseif type(err) == "string" and err:find("SKIP:", 1, true) then
+  elseif skip then
     skipped = skipped + 1
     out(string.format("skip %s: %s", name, err:match("SKIP:%s*([^\n]*)")))
   else
-    failed = failed + 1
-    table.insert(failures, name)
-    out(string.format("FAIL %s (%.0f ms)\n  %s", name, ms, tostring(err):gsub("\n", "\n  ")))
+    fail(name, ms, err)
   end
 end
 
@@ -145,8 +304,22 @@ function H.skip(why)
 end
 
 function H.done()
+  begin("(cleanup)")
+  local cerrs = {}
   for i = #cleanups, 1, -1 do
-    pcall(cleanups[i])
+    local ok, err = xpcall(cleanups[i], debug.traceback)
+    if not ok then
+      table.insert(cerrs, "cleanup: " .. tostring(err))
+    end
+  end
+  cleanups = {}
+  local drained, derr = pcall(H.drain)
+  vim.list_extend(cerrs, collect())
+  if not drained then
+    table.insert(cerrs, tostring(derr))
+  end
+  if #cerrs > 0 then
+    fail("(cleanup, after the last test)", nil, nil, cerrs)
   end
   -- the plugin must not use APIs this Neovim deprecates (vim.deprecate goes through vim.notify)
   local deprecations = {}
@@ -161,6 +334,7 @@ function H.done()
     out("FAIL deprecated API used:\n  " .. table.concat(deprecations, "\n  "))
   end
   out(string.format("%s: %d passed, %d failed, %d skipped (nvim %s)", H.name, passed, failed, skipped, H.version()))
+  io.stderr:write("\nagentd-test: end\n")
   if failed > 0 then
     out("failed: " .. table.concat(failures, ", "))
     vim.cmd("cquit 1")
@@ -191,10 +365,12 @@ end
 function H.stub_select(answer)
   local calls = {}
   vim.ui.select = function(items, o, cb)
-    table.insert(calls, { items = items, opts = o })
+    local call = { items = items, opts = o }
+    table.insert(calls, call)
     local choice = answer(items, o)
     vim.schedule(function()
       cb(choice, choice and vim.fn.index(items, choice) + 1 or nil)
+      call.answered = true
     end)
   end
   return calls
@@ -203,10 +379,12 @@ end
 function H.stub_input(answer)
   local calls = {}
   vim.ui.input = function(o, cb)
-    table.insert(calls, o)
+    local call = { opts = o }
+    table.insert(calls, call)
     local v = type(answer) == "function" and answer(o) or answer
     vim.schedule(function()
       cb(v)
+      call.answered = true
     end)
   end
   return calls
@@ -225,13 +403,25 @@ function H.pick(text)
   end
 end
 
+--- The first notification containing text (at level, when given). Looking at an error
+--- notification marks it as expected: unexpected ones fail the test.
 function H.notified(text, level)
   for _, n in ipairs(H.notifications) do
     if tostring(n.msg):find(text, 1, true) and (level == nil or n.level == level) then
+      n.seen = true
       return n
     end
   end
   return nil
+end
+
+--- Asserts that an error notification containing text was made (and so expected).
+function H.expect_error(text)
+  local n = H.notified(text, vim.log.levels.ERROR)
+  if not n then
+    error("no error notification containing " .. fmt(text), 2)
+  end
+  return n
 end
 
 -- Processes: agentd and the fake Ollama ---------------------------------------------------------

@@ -172,34 +172,73 @@ function M.is_open()
   return valid_win(S.log_win) and vim.api.nvim_win_get_buf(S.log_win) == S.log
 end
 
---- Opens the chat (focus: put the cursor in the prompt box; default true).
+-- Whether the prompt box is shown in its window.
+local function input_open()
+  return valid_win(S.input_win) and vim.api.nvim_win_get_buf(S.input_win) == S.input
+end
+
+-- Position of the log and prompt floats.
+local function float_geometry()
+  local c = opts()
+  local W = math.floor(vim.o.columns * c.float.width)
+  local H = math.floor((vim.o.lines - 2) * c.float.height)
+  local ih = c.input_height
+  local row = math.floor((vim.o.lines - H) / 2) - 1
+  local col = math.floor((vim.o.columns - W) / 2)
+  return {
+    log = { relative = "editor", row = row, col = col, width = W, height = math.max(3, H - ih - 2),
+      border = c.float.border, style = "minimal" },
+    input = { relative = "editor", row = row + H - ih, col = col, width = W, height = ih,
+      border = c.float.border, style = "minimal" },
+  }
+end
+
+-- Opens the prompt box under the log window (which is open); leaves the cursor where it was.
+local function open_input_win()
+  local c = opts()
+  local prev = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_config(S.log_win).relative ~= "" then
+    S.input_win = vim.api.nvim_open_win(S.input, false, float_geometry().input)
+  else
+    vim.api.nvim_set_current_win(S.log_win)
+    vim.cmd("belowright split")
+    S.input_win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(S.input_win, S.input)
+    vim.api.nvim_win_set_height(S.input_win, c.input_height)
+  end
+  setup_input_win(S.input_win)
+  if vim.api.nvim_win_is_valid(prev) then
+    vim.api.nvim_set_current_win(prev)
+  end
+end
+
+--- Opens the chat (focus: put the cursor in the prompt box; default true). When the log is open
+--- but its prompt box was closed (:q), the prompt box is opened again under it.
 function M.open(o)
   o = o or {}
   local focus = o.focus ~= false
   ensure_buffers()
   if M.is_open() then
+    if not input_open() then
+      open_input_win()
+    end
     if focus then
-      M.focus_input()
+      vim.api.nvim_set_current_win(S.input_win)
     end
     return
   end
+  -- the log window was closed: a prompt box left alone goes too, the layout is made again
+  if input_open() and #vim.api.nvim_list_wins() > 1 then
+    pcall(vim.api.nvim_win_close, S.input_win, true)
+  end
+  S.log_win, S.input_win = nil, nil
   local prev = vim.api.nvim_get_current_win()
   local c = opts()
   local layout = c.layout
   if layout == "float" then
-    local W = math.floor(vim.o.columns * c.float.width)
-    local H = math.floor((vim.o.lines - 2) * c.float.height)
-    local ih = c.input_height
-    local row = math.floor((vim.o.lines - H) / 2) - 1
-    local col = math.floor((vim.o.columns - W) / 2)
-    S.log_win = vim.api.nvim_open_win(S.log, false, {
-      relative = "editor", row = row, col = col, width = W, height = math.max(3, H - ih - 2),
-      border = c.float.border, style = "minimal",
-    })
-    S.input_win = vim.api.nvim_open_win(S.input, false, {
-      relative = "editor", row = row + H - ih, col = col, width = W, height = ih,
-      border = c.float.border, style = "minimal",
-    })
+    local g = float_geometry()
+    S.log_win = vim.api.nvim_open_win(S.log, false, g.log)
+    S.input_win = vim.api.nvim_open_win(S.input, false, g.input)
   else
     local cmd = ({
       right = "botright vsplit",
@@ -248,12 +287,9 @@ function M.toggle()
   end
 end
 
+--- Puts the cursor in the prompt box, opening the chat or the prompt box when needed.
 function M.focus_input()
-  if not valid_win(S.input_win) then
-    M.open()
-    return
-  end
-  vim.api.nvim_set_current_win(S.input_win)
+  M.open({ focus = true })
 end
 
 function M.submit()

@@ -177,4 +177,31 @@ H.test(":AgentModel lists the models; a missing model fails with its fix", funct
   require("agentd.config").get().model = "qwen3:8b"
 end)
 
+H.test(":q in the prompt box, then i in the log, then :AgentNew: the prompt box comes back (issue 11)", function()
+  H.need_daemon()
+  local chat = require("agentd.chat")
+  local session = require("agentd.session")
+  chat.close()
+  chat.open()
+  local log, input = chat.buffers()
+  local function one_of_each(what)
+    H.eq(#vim.fn.win_findbuf(log), 1, what .. ": one log window")
+    H.eq(#vim.fn.win_findbuf(input), 1, what .. ": one prompt box")
+    H.eq(vim.api.nvim_get_current_buf(), input, what .. ": cursor in the prompt box")
+  end
+  vim.cmd("quit")
+  H.eq(#vim.fn.win_findbuf(input), 0, "prompt box closed")
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(log)[1])
+  vim.cmd("normal i")
+  one_of_each("i in the log")
+  vim.cmd("quit")
+  local before = session.current.sessionId
+  vim.cmd("AgentNew after quit")
+  H.wait(function()
+    return session.current.sessionId ~= before
+  end, 10000, "the new session")
+  one_of_each(":AgentNew")
+  H.contains(chat_text(), "# after quit", "the new session in the log")
+end)
+
 H.done()

@@ -100,6 +100,7 @@ H.test("a review answered in a second Neovim disappears from this one", function
     return code ~= nil
   end, 30000, "second editor done")
   H.eq(code, 0, "second editor succeeded:\n" .. table.concat(out, "\n"))
+  H.eq(H.error_lines(out), {}, "the second editor printed no error")
   H.wait(function()
     return #review.marks(buf) == 0
   end, 10000, "the marks cleared here too (review/resolved)")

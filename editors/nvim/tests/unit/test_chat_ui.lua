@@ -167,16 +167,20 @@ end)
 H.test("a prompt whose reply arrives after the turn ended does not look running", function()
   local client = require("agentd.client")
   session.current = { sessionId = "s-3", title = "race", model = "m", approvalMode = "ask" }
+  local replied = false
   client.request = function(method, params, cb)
     -- the daemon streams the whole turn before its reply to session/prompt is read
     session.on_update(nil, { sessionId = "s-3", turnId = "t1", seq = 1, update = { type = "turnStarted" } })
     session.on_update(nil, { sessionId = "s-3", turnId = "t1", seq = 2, update = { type = "turnCompleted", reason = "done" } })
     vim.schedule(function()
       cb(nil, { turnId = "t1" })
+      replied = true
     end)
   end
   session.prompt("quick one")
-  H.sleep(30)
+  H.wait(function()
+    return replied
+  end, 2000, "the session/prompt reply to be handled")
   H.ok(not session.is_running("s-3"), "not running")
 end)
 
@@ -219,6 +223,76 @@ H.test(":'<,'>Agent sends the selected lines as context; :Agent sends the file",
   H.eq(sent[3].params.context, nil)
 end)
 
+-- The windows of the chat: exactly one log window and one prompt box, the cursor in the latter.
+local function one_of_each(what)
+  local log, input = chat.buffers()
+  H.eq(#vim.fn.win_findbuf(log), 1, what .. ": one log window")
+  H.eq(#vim.fn.win_findbuf(input), 1, what .. ": one prompt box")
+  H.eq(vim.api.nvim_get_current_buf(), input, what .. ": cursor in the prompt box")
+  local lp = vim.api.nvim_win_get_position(vim.fn.win_findbuf(log)[1])
+  local ip = vim.api.nvim_win_get_position(0)
+  H.eq(ip[2], lp[2], what .. ": prompt box in the log's column")
+  H.ok(ip[1] > lp[1], what .. ": prompt box under the log")
+end
+
+H.test(":q in the prompt box, then i in the log: the prompt box opens again (issue 11)", function()
+  chat.close()
+  chat.open()
+  local log, input = chat.buffers()
+  H.eq(vim.api.nvim_get_current_buf(), input, "in the prompt box")
+  vim.cmd("quit")
+  H.eq(#vim.fn.win_findbuf(input), 0, "prompt box closed")
+  H.ok(chat.is_open(), "log still open")
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(log)[1])
+  vim.cmd("normal i")
+  one_of_each("after i")
+  -- a in the log, with the prompt box open: just moves there
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(log)[1])
+  vim.cmd("normal a")
+  one_of_each("after a")
+end)
+
+H.test(":q in the prompt box, then :AgentNew: the new session's chat has its prompt box (issue 11)", function()
+  local client = require("agentd.client")
+  local methods = {}
+  client.request = function(method, params, cb)
+    table.insert(methods, method)
+    vim.schedule(function()
+      if method == "session/new" then
+        cb(nil, { session = { sessionId = "s-new", title = params.title or "", model = "m", approvalMode = "ask" } })
+      elseif cb then
+        cb(nil, {})
+      end
+    end)
+  end
+  chat.close()
+  chat.open()
+  vim.cmd("quit")
+  local _, input = chat.buffers()
+  H.eq(#vim.fn.win_findbuf(input), 0, "prompt box closed")
+  vim.cmd("AgentNew fresh")
+  H.wait(function()
+    return session.current and session.current.sessionId == "s-new"
+  end, 2000, "the new session")
+  one_of_each(":AgentNew")
+  H.contains(log_text(), "# fresh", "the new session's title in the log")
+end)
+
+H.test(":q in the log leaves the prompt box alone; :AgentChat shows one of each again", function()
+  chat.close()
+  chat.open()
+  local log = chat.buffers()
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(log)[1])
+  vim.cmd("quit")
+  H.ok(not chat.is_open(), "log closed")
+  local client = require("agentd.client")
+  local with_client = client.with_client
+  client.with_client = function() end -- no daemon in this file
+  vim.cmd("AgentChat")
+  client.with_client = with_client
+  one_of_each(":AgentChat")
+end)
+
 H.test("the log is read-only and q closes the chat", function()
   local log = chat.buffers()
   H.eq(vim.bo[log].modifiable, false, "not modifiable")
@@ -233,6 +307,16 @@ H.test("float layout", function()
   local log = chat.buffers()
   local win = vim.fn.win_findbuf(log)[1]
   H.ok(vim.api.nvim_win_get_config(win).relative ~= "", "log in a float")
+  -- :q in the prompt float, then i in the log float: the prompt float opens again
+  local _, input = chat.buffers()
+  H.eq(vim.api.nvim_get_current_buf(), input, "in the prompt float")
+  vim.cmd("quit")
+  H.eq(#vim.fn.win_findbuf(input), 0, "prompt float closed")
+  vim.api.nvim_set_current_win(win)
+  vim.cmd("normal i")
+  H.eq(vim.api.nvim_get_current_buf(), input, "cursor in the prompt box")
+  H.eq(#vim.fn.win_findbuf(input), 1, "one prompt box")
+  H.ok(vim.api.nvim_win_get_config(0).relative ~= "", "the prompt box is a float again")
   chat.close()
   H.ok(not chat.is_open(), "closed")
 end)

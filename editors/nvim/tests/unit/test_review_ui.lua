@@ -179,9 +179,11 @@ end)
 H.test("cancelling the reason prompt does not reject", function()
   sent = {}
   review.on_requested(nil, params("r-3", two))
-  H.stub_input(nil)
+  local inputs = H.stub_input(nil)
   vim.cmd("AgentReject!")
-  H.sleep(50)
+  H.wait(function()
+    return inputs[1] and inputs[1].answered
+  end, 2000, "the cancelled reason prompt to be answered")
   H.eq(#sent, 0, "nothing sent")
   H.ok(#marks() > 0, "review still shown")
   H.stub_input("")
