@@ -505,7 +505,17 @@ func TestForeignArchKilled(t *testing.T) {
 		e := newEnv(t)
 		p := e.policy()
 		p.Network = true // even with sockets allowed, the i386 table is off limits
-		for _, bin := range bins {
+		for _, built := range bins {
+			// Inside the workspace: bubblewrap gives the command a private /tmp, where
+			// t.TempDir() would be invisible.
+			bin := filepath.Join(e.ws, filepath.Base(built))
+			data, err := os.ReadFile(built)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bin, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			r := runBash(t, sb, p, fmt.Sprintf("%s; echo rc=$?", bin))
 			if strings.Contains(r.stdout, "socket=") || !strings.Contains(r.stdout, "rc=159") {
 				t.Errorf("%s: i386 socket() not killed with SIGSYS (want rc=159)\n%s", filepath.Base(bin), r)
