@@ -130,6 +130,10 @@ type fileRecord struct {
 	Pre  image  `json:"pre"`
 	// Post is nil until AfterWrite recorded it.
 	Post *image `json:"post,omitzero"`
+	// Intended are the SHA-256 (hex) of contents a write was about to put on disk since Post
+	// was last recorded (Intend, before the write): if agentd dies between the write and
+	// AfterWrite, a file holding one of them is as the turn left it.
+	Intended []string `json:"intended,omitzero"`
 	// NotKept says why no pre-image was kept; Revert skips the file with this reason.
 	NotKept string `json:"notKept,omitzero"`
 }
@@ -282,14 +286,44 @@ func (c *Checkpoints) AfterWrite(absPath string) error {
 	if err != nil {
 		return err
 	}
-	if rec.Post != nil && rec.Post.same(img) {
+	if rec.Post != nil && rec.Post.same(img) && len(rec.Intended) == 0 {
 		return nil
 	}
-	old := rec.Post
-	rec.Post = &img
+	old, oldIntended := rec.Post, rec.Intended
+	rec.Post, rec.Intended = &img, nil
 	if err := c.saveManifest(m); err != nil {
-		rec.Post = old
+		rec.Post, rec.Intended = old, oldIntended
 		return err
+	}
+	return nil
+}
+
+// Intend records, durably, that the content data is about to be written to the file at absPath
+// (after its BeforeWrite in this turn): should agentd die before AfterWrite, Revert still
+// recognizes the file as the turn left it. Middleware calls it through fsafe.WithWriteHook right
+// before the disk write. An error means the intent could not be recorded: do not write. A path
+// without BeforeWrite in this turn, or whose pre-image was not kept, records nothing.
+func (c *Checkpoints) Intend(absPath string, data []byte) error {
+	p, err := c.ws.Resolve(absPath)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	hash := hex.EncodeToString(sum[:])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.cur
+	if m == nil {
+		return ErrNoTurn
+	}
+	rec := m.file(p.Abs())
+	if rec == nil || rec.NotKept != "" || slices.Contains(rec.Intended, hash) {
+		return nil
+	}
+	rec.Intended = append(rec.Intended, hash)
+	if err := c.saveManifest(m); err != nil {
+		rec.Intended = rec.Intended[:len(rec.Intended)-1]
+		return fmt.Errorf("store: record the new content of %s for revert: %w", p.Rel(), err)
 	}
 	return nil
 }
@@ -318,6 +352,14 @@ func (c *Checkpoints) Middleware() agent.Middleware {
 						p, err)}
 				}
 			}
+			// Record each content right before it goes to disk, so that a turn killed between
+			// the write and AfterWrite still reverts completely.
+			ctx = fsafe.WithWriteHook(ctx, func(p fsafe.Path, data []byte) error {
+				if !slices.Contains(perm.Paths, p.Abs()) {
+					return nil
+				}
+				return c.Intend(p.Abs(), data)
+			})
 			out, err := next(ctx, t, call)
 			for _, p := range perm.Paths {
 				if aerr := c.AfterWrite(p); aerr != nil {
@@ -460,7 +502,13 @@ func (c *Checkpoints) revertFile(rec *fileRecord) (_ outcome, reason string, ioF
 	case err != nil:
 		return skipped, "cannot be read: " + errText(err), true
 	}
+	// A content the turn was about to write when agentd stopped before recording the result.
+	intended := cur.Exists && cur.Other == "" && slices.Contains(rec.Intended, cur.SHA256)
 	switch {
+	case intended && cur.same(rec.Pre):
+		return unchanged, "", false
+	case intended:
+		// As the turn left it: restore below.
 	case rec.Post == nil:
 		if cur.same(rec.Pre) {
 			return unchanged, "", false

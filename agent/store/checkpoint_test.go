@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/agentd/agentd/agent"
@@ -599,4 +601,134 @@ func TestCheckpointsConcurrentUse(t *testing.T) {
 	if len(res.Restored) != 8 {
 		t.Errorf("result %+v", res)
 	}
+}
+
+// envKillWriteChild makes the test binary a turn that writes a large file through the real
+// middleware and fsafe.FS.Commit, then reports "written" and waits to be killed before the
+// middleware records the post-image. Its value is "<state dir>:<workspace>".
+const envKillWriteChild = "AGENTD_STORE_KILL_WRITE_CHILD"
+
+func killWriteContent() []byte { return bytes.Repeat([]byte("the turn's new content\n"), 6<<20/23) }
+
+func killWriteChild(arg string) {
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "kill-write child:", err)
+		os.Exit(2)
+	}
+	stateDir, root, _ := strings.Cut(arg, string(filepath.ListSeparator))
+	st, err := Open(stateDir)
+	if err != nil {
+		fail(err)
+	}
+	ws, err := fsafe.NewWorkspace(root)
+	if err != nil {
+		fail(err)
+	}
+	cp, err := st.Checkpoints(ws, "s-kill", CheckpointOptions{})
+	if err != nil {
+		fail(err)
+	}
+	if err := cp.Begin("t1"); err != nil {
+		fail(err)
+	}
+	fsys := fsafe.New(ws, fsafe.Options{Limits: fsafe.Limits{ReadBytes: 16 << 20}})
+	next := func(ctx context.Context, _ tools.Tool, _ *tools.Call) (tools.Output, error) {
+		if _, err := fsys.Read(ctx, "big.txt"); err != nil {
+			return tools.Output{}, err
+		}
+		target, err := fsys.PrepareWrite(ctx, "big.txt")
+		if err != nil {
+			return tools.Output{}, err
+		}
+		if _, err := fsys.Commit(ctx, target, killWriteContent()); err != nil {
+			return tools.Output{}, err
+		}
+		fmt.Println("written")
+		select {} // killed before the middleware records the post-image
+	}
+	_, err = cp.Middleware()(next)(context.Background(), &writeTool{ws}, &tools.Call{Args: &writeArgs{Path: "big.txt"}})
+	fail(fmt.Errorf("the turn returned: %v", err))
+}
+
+// agentd killed with SIGKILL after a large write landed but before it recorded the file's new
+// content: after a restart the turn still reverts completely.
+func TestRevertAfterAKillBetweenWriteAndRecord(t *testing.T) {
+	stateDir, root := t.TempDir(), t.TempDir()
+	old := bytes.Repeat([]byte("the content before the turn\n"), 4<<20/28)
+	if err := os.WriteFile(filepath.Join(root, "big.txt"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envKillWriteChild+"="+stateDir+string(filepath.ListSeparator)+root)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Blocks until the child reports; the test's deadline bounds it.
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "written\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("waiting for the child's write: got %q, stderr %s", line, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if b, err := os.ReadFile(filepath.Join(root, "big.txt")); err != nil || !bytes.Equal(b, killWriteContent()) {
+		t.Fatalf("the write did not land before the kill (%d bytes, %v)", len(b), err)
+	}
+
+	st, err := Open(stateDir) // agentd restarted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ws, err := fsafe.NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	cp, err := st.Checkpoints(ws, "s-kill", CheckpointOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cp.Revert("t1")
+	if err != nil || !slices.Equal(res.Restored, []string{"big.txt"}) || len(res.Skipped) != 0 {
+		t.Fatalf("revert: %+v %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "big.txt")); !bytes.Equal(b, old) {
+		t.Errorf("big.txt after the revert: %d bytes, want the %d bytes from before the turn", len(b), len(old))
+	}
+}
+
+// The intent is recorded but agentd died before the rename: the file is as before the turn.
+// A later change by someone else is still recognized as such.
+func TestRevertWithAnIntentThatNeverLanded(t *testing.T) {
+	e := newCPEnv(t)
+	e.put("a.txt", "before")
+	e.put("b.txt", "before")
+	e.begin("t1")
+	for _, rel := range []string{"a.txt", "b.txt"} {
+		if err := e.cp.BeforeWrite(e.abs(rel)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.cp.Intend(e.abs(rel), []byte("the turn's")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.put("b.txt", "the user's") // neither the pre-image nor the intended content
+	cp2, _ := e.st.Checkpoints(e.ws, "s-cp", CheckpointOptions{})
+	res, err := cp2.Revert("t1")
+	if err != nil || !slices.Equal(res.Unchanged, []string{"a.txt"}) || len(res.Skipped) != 1 || res.Skipped[0].Reason != ReasonUnrecorded {
+		t.Errorf("revert: %+v %v", res, err)
+	}
+	e.want("a.txt", "before")
+	e.want("b.txt", "the user's")
 }

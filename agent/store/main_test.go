@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 		crashChild()
 		return
 	}
+	if os.Getenv(envKillWriteChild) != "" {
+		killWriteChild(os.Getenv(envKillWriteChild)) // checkpoint_test.go
+		return
+	}
 	bug.PanicOnBugs.Store(true)
 	os.Exit(m.Run())
 }

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"strings"
 
 	"github.com/agentd/agentd/tools"
@@ -64,6 +65,21 @@ func (t *globTool) Execute(ctx context.Context, call *tools.Call) (tools.Output,
 		MaxResults: t.limits.GlobResults})
 	if err != nil {
 		return tools.Output{}, searchErr(ctx, err)
+	}
+	// Names are not secrets, contents may be: say which listed files reading would ask about.
+	var secret []string
+	for _, f := range res.Files {
+		if sensitiveFile(f.Path) {
+			secret = append(secret, f.Path)
+		}
+	}
+	if len(secret) > 0 {
+		names := strings.Join(secret[:min(len(secret), 5)], ", ")
+		if len(secret) > 5 {
+			names += ", …"
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%d listed file%s may hold secrets (%s): reading or grepping one asks the user first",
+			len(secret), plural(len(secret)), names))
 	}
 	return tools.Output{Text: res.Render(), Details: res,
 		Meta: tools.Meta{Truncated: res.Omitted > 0}}, nil

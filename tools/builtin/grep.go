@@ -105,6 +105,11 @@ func (t *grepTool) Execute(ctx context.Context, call *tools.Call) (tools.Output,
 	if p.Rel() != "." {
 		opts.Paths = []string{p.Rel()}
 	}
+	// Files that may hold secrets are searched only when named as the path, which the policy
+	// treats like a read of them (it asks); otherwise they are skipped and counted.
+	if !p.Permission(tools.AccessRead).Sensitive {
+		opts.Withhold = sensitiveFile
+	}
 	if a.Glob != "" {
 		opts.Include = []string{a.Glob}
 	}
@@ -134,4 +139,11 @@ func (t *grepTool) Execute(ctx context.Context, call *tools.Call) (tools.Output,
 	}
 	return tools.Output{Text: res.Render(), Details: res,
 		Meta: tools.Meta{Truncated: res.OmittedFiles > 0 || res.OmittedMatches > 0}}, nil
+}
+
+// sensitiveFile reports whether reading the workspace-relative file rel asks (fsafe.Classify):
+// grep withholds such files unless they are named as its path.
+func sensitiveFile(rel string) bool {
+	_, sensitive, _ := fsafe.Classify(rel)
+	return sensitive
 }

@@ -91,12 +91,12 @@ func (c *capture) startSpill() {
 	if c.spillDir == "" {
 		return
 	}
-	f, err := os.CreateTemp(c.spillDir, "bash-*.log")
+	f, name, err := createSpill(c.spillDir) // never through a link a command planted
 	if err != nil {
 		c.spillErr = err
 		return
 	}
-	c.spill, c.spillPath = f, f.Name()
+	c.spill, c.spillPath = f, name
 	c.toSpill(c.head)
 	c.toSpill(c.tail.bytes())
 }

@@ -22,8 +22,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "atomic-writer" {
+	switch os.Getenv(childEnv) {
+	case "atomic-writer":
 		atomicWriterChild(os.Getenv(dirEnv))
+		return
+	case "stuck-writer":
+		stuckWriterChild(os.Getenv(dirEnv))
 		return
 	}
 	os.Exit(m.Run())

@@ -1,6 +1,7 @@
 package fsafe
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,7 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,7 +21,9 @@ import (
 )
 
 // TempPrefix starts the name of every temporary file WriteFile creates; SweepTemps removes
-// leftovers. The full name is TempPrefix followed by 16 hex digits.
+// leftovers. The full name is TempPrefix, the writing process's ID and start time (in clock
+// ticks since boot, as in /proc/<pid>/stat; 0 where unknown), then 16 hex digits:
+// ".agentd-tmp-<pid>-<start>-<hex>". Older versions wrote TempPrefix and 16 hex digits only.
 const TempPrefix = ".agentd-tmp-"
 
 // WriteOptions tune WriteFile.
@@ -96,7 +102,7 @@ func WriteFile(p Path, data []byte, opt WriteOptions) (Stamp, error) {
 		return Stamp{}, mapErr(p, err)
 	}
 
-	name := TempPrefix + randomHex()
+	name := tempName()
 	tf, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return Stamp{}, mapErr(p, err)
@@ -108,6 +114,9 @@ func WriteFile(p Path, data []byte, opt WriteOptions) (Stamp, error) {
 			dir.Remove(name)
 		}
 	}()
+	// The lock says "in use" to a sweeper that cannot tell whether the PID in the name is alive
+	// (another PID namespace); it goes away with the process, whatever kills it.
+	_ = syscall.Flock(int(tf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if _, err := tf.Write(data); err != nil {
 		return Stamp{}, mapErr(p, err)
 	}
@@ -121,6 +130,9 @@ func WriteFile(p Path, data []byte, opt WriteOptions) (Stamp, error) {
 	}
 	if err := tf.Sync(); err != nil {
 		return Stamp{}, mapErr(p, err)
+	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(path.Join(dirRel, name))
 	}
 	fi, err := tf.Stat()
 	if err != nil {
@@ -148,13 +160,77 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// isTempName reports whether name is one WriteFile could have created.
-func isTempName(name string) bool {
-	rest, ok := strings.CutPrefix(name, TempPrefix)
-	if !ok || len(rest) != 16 {
+// testHookBeforeRename, when set (by tests only), runs when the temporary file (named relative
+// to the root) is written and synced, right before the rename.
+var testHookBeforeRename func(tempRel string)
+
+// self is this process's identity in temp names.
+var self = sync.OnceValue(func() string {
+	pid := os.Getpid()
+	start, _ := processStart(pid)
+	return strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
+})
+
+func tempName() string { return TempPrefix + self() + "-" + randomHex() }
+
+// processStart returns the start time of process pid (clock ticks since boot, field 22 of
+// /proc/<pid>/stat) and whether the process exists. Without /proc it can only say whether the
+// process exists (start 0).
+func processStart(pid int) (uint64, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if runtime.GOOS == "linux" {
+			return 0, false
+		}
+		err := syscall.Kill(pid, 0)
+		return 0, err == nil || errors.Is(err, syscall.EPERM)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, true
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0, true
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, true
+	}
+	return start, true
+}
+
+// tempOwner parses a name WriteFile could have created: ok is false for any other name; legacy
+// is set for the old form (no owner in the name).
+func tempOwner(name string) (pid int, start uint64, legacy, ok bool) {
+	rest, found := strings.CutPrefix(name, TempPrefix)
+	if !found {
+		return 0, 0, false, false
+	}
+	if isHex16(rest) {
+		return 0, 0, true, true
+	}
+	parts := strings.Split(rest, "-")
+	if len(parts) != 3 || !isHex16(parts[2]) {
+		return 0, 0, false, false
+	}
+	pid, err1 := strconv.Atoi(parts[0])
+	start, err2 := strconv.ParseUint(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 || parts[0] != strconv.Itoa(pid) || parts[1] != strconv.FormatUint(start, 10) {
+		return 0, 0, false, false
+	}
+	return pid, start, false, true
+}
+
+func isHex16(s string) bool {
+	if len(s) != 16 {
 		return false
 	}
-	for _, c := range rest {
+	for _, c := range s {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
@@ -162,11 +238,35 @@ func isTempName(name string) bool {
 	return true
 }
 
-// SweepTemps removes temporary files that WriteFile left behind when the process died, in every
-// root of w: regular files named like TempPrefix+16 hex digits whose modification time is at
-// least olderThan ago. Call it at start, with an age longer than any write takes (minutes). It
-// walks the whole tree through the roots, never following symlinks, and stops when ctx is done.
-// It returns the canonical absolute paths it removed.
+// isTempName reports whether name is one WriteFile could have created.
+func isTempName(name string) bool {
+	_, _, _, ok := tempOwner(name)
+	return ok
+}
+
+// ownerGone reports whether the writer of the temp file rel (in root r) is gone: the process
+// named in the file's name no longer runs (or is another process under a reused PID), and no
+// process holds the file's lock.
+func ownerGone(r *os.Root, rel string, pid int, start uint64) bool {
+	if st, alive := processStart(pid); alive && (st == start || st == 0 || start == 0) {
+		return false
+	}
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) // unreadable (mode 0): the name decides
+	}
+	defer f.Close()
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// SweepTemps removes temporary files that WriteFile left behind when its process died, in every
+// root of w, and nothing else: regular files named like WriteFile's temps whose writer is gone —
+// the process named in the name no longer runs (or its PID was reused) and nobody holds the
+// file's lock —, whatever their age. A temp of a live writer (this process, or another agentd
+// on the same workspace) is left alone. Temps of the older form, which name no writer, are
+// removed when their modification time is at least olderThan ago (call it with an age longer
+// than any write takes, minutes). It walks the whole tree through the roots, never following
+// symlinks, and stops when ctx is done. It returns the canonical absolute paths it removed.
 func SweepTemps(ctx context.Context, w *Workspace, olderThan time.Duration) ([]string, error) {
 	var removed []string
 	var errs []error
@@ -175,11 +275,19 @@ func SweepTemps(ctx context.Context, w *Workspace, olderThan time.Duration) ([]s
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
-			if err != nil || !d.Type().IsRegular() || !isTempName(d.Name()) {
+			if err != nil || !d.Type().IsRegular() {
 				return nil // unreadable directories are skipped
 			}
-			fi, err := d.Info()
-			if err != nil || time.Since(fi.ModTime()) < olderThan {
+			pid, start, legacy, ok := tempOwner(d.Name())
+			switch {
+			case !ok:
+				return nil
+			case legacy:
+				fi, err := d.Info()
+				if err != nil || time.Since(fi.ModTime()) < olderThan {
+					return nil
+				}
+			case !ownerGone(rt.r, rel, pid, start):
 				return nil
 			}
 			if err := rt.r.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -195,4 +303,40 @@ func SweepTemps(ctx context.Context, w *Workspace, olderThan time.Duration) ([]s
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+type writeHookKey struct{}
+
+// WithWriteHook returns a context under which FS.Commit calls hook with the path and the exact
+// content right before it writes them to disk (not for documents written through the editor).
+// An error from hook stops the write: nothing is written. Checkpoints use it to record what a
+// write is about to put on disk, so that a turn killed between the write and its bookkeeping
+// can still be reverted. Hooks nest: the outer one runs first.
+func WithWriteHook(ctx context.Context, hook func(p Path, data []byte) error) context.Context {
+	if prev, ok := ctx.Value(writeHookKey{}).(func(Path, []byte) error); ok {
+		inner := hook
+		hook = func(p Path, data []byte) error {
+			if err := prev(p, data); err != nil {
+				return err
+			}
+			return inner(p, data)
+		}
+	}
+	return context.WithValue(ctx, writeHookKey{}, hook)
+}
+
+// beforeDiskWrite runs the context's write hook, if any.
+func beforeDiskWrite(ctx context.Context, p Path, data []byte) error {
+	hook, ok := ctx.Value(writeHookKey{}).(func(Path, []byte) error)
+	if !ok {
+		return nil
+	}
+	if err := hook(p, data); err != nil {
+		var te *tools.Error
+		if errors.As(err, &te) {
+			return err
+		}
+		return tools.Errorf(tools.IOError, "%s was not written: %v", p.rel, err)
+	}
+	return nil
 }

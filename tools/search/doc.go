@@ -81,6 +81,13 @@
 // on disk yet is searched too (and may be named in Paths); one whose path is a symlink or
 // directory on disk is not.
 //
+// Secrets: files that GrepOptions.Withhold names (the grep tool passes fsafe's sensitive-file
+// rule) are not searched: the Go engine never reads them, the ripgrep engine drops their lines
+// unread, and an open document among them is not searched either. The result counts every such
+// file the search would have visited, whether or not it matches (so the count reveals nothing
+// about their content), names the first few, and says how to see one (read it, or grep with its
+// path: both ask the user).
+//
 // Results are sorted by path (byte order), then line. MaxResults caps matching lines (content
 // mode) or files (files and count modes); totals and "N more" counts are exact. Context lines
 // do not count. Per file, at most MaxResults matching lines are stored.

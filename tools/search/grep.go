@@ -97,6 +97,13 @@ type GrepOptions struct {
 	// RgPath is the ripgrep binary (default: "rg" looked up on PATH).
 	RgPath  string
 	Overlay Overlay
+	// Withhold, when set, names files that must not be searched because they may hold secrets
+	// (the caller's rule, e.g. fsafe.Classify): it gets a Root-relative slash-separated path
+	// of a file the search would visit. Such files are never read by the Go engine; ripgrep
+	// reads them but their lines are dropped before they reach the result. Every withheld
+	// file the search would have visited is counted, whatever it holds, so the count says
+	// nothing about the content (no match oracle), and it is the same in both engines.
+	Withhold func(rel string) bool
 }
 
 // Line is one line of output in content mode.
@@ -142,7 +149,14 @@ type GrepResult struct {
 	Engine string `json:"engine"`
 	// Notes are remarks for the model (a hidden path was searched, ripgrep failed, …).
 	Notes []string `json:"notes,omitzero"`
+	// Withheld is the number of files not searched because Withhold named them (whether or
+	// not they match); WithheldSample lists the first few of them by path.
+	Withheld       int      `json:"withheld,omitzero"`
+	WithheldSample []string `json:"withheldSample,omitzero"`
 }
+
+// withheldSample is how many withheld paths a result names.
+const withheldSample = 5
 
 // Grep searches files under opts.Root. See doc.go for the exact semantics.
 func Grep(ctx context.Context, opts GrepOptions) (*GrepResult, error) {
@@ -206,7 +220,7 @@ func Grep(ctx context.Context, opts GrepOptions) (*GrepResult, error) {
 	}
 	s := &scope{root: root, targets: targets, filter: filter{overrides: ov, noIgnore: opts.NoIgnore, hidden: opts.Hidden}}
 	s.adjustForTargets()
-	g := &grepRun{opts: opts, m: m, s: s, globs: globs}
+	g := &grepRun{opts: opts, m: m, s: s, globs: globs, withheld: &withheldSet{}}
 	g.col = newCollector(opts.Mode, opts.MaxResults)
 	g.loadOverlay()
 
@@ -233,14 +247,22 @@ func Grep(ctx context.Context, opts GrepOptions) (*GrepResult, error) {
 		if errors.Is(err, errRgBudget) && ctx.Err() == nil {
 			// A very broad pattern: the Go engine is faster than JSON for this much output.
 			g.col = newCollector(opts.Mode, opts.MaxResults)
+			g.withheld.reset()
 			engine = EngineGo
 		} else if err != nil && ctx.Err() == nil && opts.Engine == EngineAuto {
 			// ripgrep failed: start over with the Go engine.
 			s.notes = append(s.notes, "ripgrep failed ("+err.Error()+"); used the built-in engine")
 			g.col = newCollector(opts.Mode, opts.MaxResults)
+			g.withheld.reset()
 			engine = EngineGo
 		} else if err != nil {
 			return nil, err
+		} else if opts.Withhold != nil {
+			// ripgrep's output names only files with matches: count the withheld files the
+			// walk visits (names only, nothing is read), as the Go engine does.
+			if err := g.walkFiles(ctx, func(int, string, string) {}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if engine == EngineGo {
@@ -257,6 +279,7 @@ func Grep(ctx context.Context, opts GrepOptions) (*GrepResult, error) {
 	}
 	g.col.finish(res, opts.After)
 	res.Notes = s.notes
+	res.Withheld, res.WithheldSample = g.withheld.result()
 	return res, nil
 }
 
@@ -299,6 +322,44 @@ type grepRun struct {
 	overlayKeys []string
 	// rgBudget > 0 limits ripgrep's output lines (EngineAuto); see errRgBudget.
 	rgBudget int
+	// withheld collects the files Withhold named.
+	withheld *withheldSet
+}
+
+// withholds reports whether the file rel must not be searched, and counts it if so.
+func (g *grepRun) withholds(rel string) bool {
+	if g.opts.Withhold == nil || !g.opts.Withhold(rel) {
+		return false
+	}
+	g.withheld.add(rel)
+	return true
+}
+
+// withheldSet gathers withheld paths from any number of goroutines.
+type withheldSet struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (w *withheldSet) add(rel string) {
+	w.mu.Lock()
+	w.paths = append(w.paths, rel)
+	w.mu.Unlock()
+}
+
+func (w *withheldSet) reset() {
+	w.mu.Lock()
+	w.paths = nil
+	w.mu.Unlock()
+}
+
+// result returns the count and the first paths in byte order (a path counts once).
+func (w *withheldSet) result() (int, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	slices.Sort(w.paths)
+	w.paths = slices.Compact(w.paths)
+	return len(w.paths), slices.Clone(w.paths[:min(len(w.paths), withheldSample)])
 }
 
 // autoRgBudget is the ripgrep output budget of EngineAuto (about 0.1 s of JSON).
@@ -337,6 +398,9 @@ func (g *grepRun) loadOverlay() {
 		}
 		comps := strings.Split(rel, "/")
 		if !g.s.pathAccepted(&g.s.filter, comps, false) {
+			continue
+		}
+		if g.withholds(rel) {
 			continue
 		}
 		if content, ok := g.opts.Overlay.Content(abs); ok {

@@ -9,6 +9,19 @@ import (
 // runGo is the pure-Go engine: a parallel walk with the shared filter, each file read into a
 // pooled buffer and scanned with the matcher's literal prefilter.
 func (g *grepRun) runGo(ctx context.Context) error {
+	scanners := make([]scanner, defaultWorkers())
+	return g.walkFiles(ctx, func(id int, abs, rel string) {
+		sc := &scanners[id]
+		if fm := sc.searchFile(g, abs, rel); fm != nil {
+			g.col.add(fm)
+		}
+	})
+}
+
+// walkFiles calls visit for every file the search covers (concurrently, worker in
+// [0, defaultWorkers())), except open documents (searched from their buffers) and the files
+// Withhold names, which are counted instead.
+func (g *grepRun) walkFiles(ctx context.Context, visit func(worker int, abs, rel string)) error {
 	var files, dirs []target
 	for _, t := range g.s.targets {
 		if t.isDir {
@@ -19,11 +32,9 @@ func (g *grepRun) runGo(ctx context.Context) error {
 	}
 	w := &walker{root: g.s.root, filter: &g.s.filter, skip: g.skipSet()}
 	w.workers = defaultWorkers()
-	scanners := make([]scanner, w.workers)
 	w.visit = func(id int, abs, rel string) {
-		sc := &scanners[id]
-		if fm := sc.searchFile(g, abs, rel); fm != nil {
-			g.col.add(fm)
+		if !g.withholds(rel) {
+			visit(id, abs, rel)
 		}
 	}
 	for _, t := range files {

@@ -173,6 +173,7 @@ func (g *grepRun) parseRg(r io.Reader) (sawSummary bool, err error) {
 	keep := g.keepLines()
 	maxCols := g.opts.MaxColumns
 	var cur *FileMatches
+	withheld := false // cur is a file Withhold names: its lines are dropped unread
 	storing, stored := true, 0
 	var long []byte
 	lines := 0
@@ -208,6 +209,12 @@ func (g *grepRun) parseRg(r io.Reader) (sawSummary bool, err error) {
 				}
 				cur = &FileMatches{Path: strings.TrimPrefix(string(p), "./")}
 				storing, stored = true, 0
+				// Counted by the walk that follows a successful run, not here: ripgrep names
+				// only files with matches, and the count must not depend on them.
+				withheld = g.opts.Withhold != nil && g.opts.Withhold(cur.Path)
+				if withheld {
+					storing = false
+				}
 			case "match", "context":
 				if cur == nil {
 					return sawSummary, errors.New("rg: match outside a file")
@@ -237,7 +244,7 @@ func (g *grepRun) parseRg(r io.Reader) (sawSummary bool, err error) {
 					stored++
 				}
 			case "end":
-				if cur != nil && msg.Data.BinaryOffset == nil && cur.Count > 0 {
+				if cur != nil && !withheld && msg.Data.BinaryOffset == nil && cur.Count > 0 {
 					if mode == ModeFiles {
 						cur.Count = 0
 					}

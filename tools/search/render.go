@@ -77,6 +77,14 @@ func (r *GrepResult) Render() string {
 	if len(unsaved) > 0 {
 		fmt.Fprintf(&b, "Note: searched the unsaved editor content of %s.\n", strings.Join(unsaved, ", "))
 	}
+	if r.Withheld > 0 {
+		names := strings.Join(r.WithheldSample, ", ")
+		if r.Withheld > len(r.WithheldSample) {
+			names += ", …"
+		}
+		fmt.Fprintf(&b, "(%s not searched because %s hold secrets: %s. To see one, read it or grep with its path; the user is asked first.)\n",
+			plural(r.Withheld, "file"), mayHold(r.Withheld), names)
+	}
 	for _, n := range r.Notes {
 		b.WriteString("Note: ")
 		b.WriteString(n)
@@ -87,6 +95,13 @@ func (r *GrepResult) Render() string {
 
 // Text is Render.
 func (r *GrepResult) Text() string { return r.Render() }
+
+func mayHold(n int) string {
+	if n == 1 {
+		return "it may"
+	}
+	return "they may"
+}
 
 // plural formats "1 file" / "2 files".
 func plural(n int, noun string) string {
