@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -430,25 +431,43 @@ func errorInfo(err error) *rpc.ErrorInfo {
 }
 
 // outbox queues a client's notifications so a slow editor never blocks a session. Consecutive
-// text or thinking deltas of one turn are merged while they wait (coalescing under pressure);
-// every other update is delivered, in order. Seq is assigned when an update is sent.
+// text or thinking deltas of one turn are merged while they wait (coalescing under pressure): the
+// pieces are kept as a list and joined once, when the update is sent, so merging costs linear time
+// however far behind the editor is. Every other update is delivered, in order. Seq is assigned
+// when an update is sent.
+//
+// The queue is bounded: an editor that falls more than maxOutboxBytes (or maxOutboxItems) behind
+// is detached — its connection is closed, which detaches it from its sessions and fails closed the
+// reviews only it could answer — and the sessions go on without waiting for it.
 type outbox struct {
-	c      *client
-	mu     sync.Mutex
-	items  []outItem
-	wake   chan struct{}
-	closed bool
-	seq    map[string]int64
+	c        *client
+	mu       sync.Mutex
+	items    []outItem
+	bytes    int // approximate size of what waits
+	wake     chan struct{}
+	closed   bool
+	seq      map[string]int64
+	detached chan struct{} // closed when the editor is detached for falling behind
+	maxBytes int
+	maxItems int
 }
+
+var (
+	maxOutboxBytes = 16 << 20
+	maxOutboxItems = 10000
+)
 
 type outItem struct {
 	method string
 	params any
 	update *rpc.SessionUpdateParams
+	parts  []string // a delta's text pieces, joined when sent
+	size   int
 }
 
 func newOutbox(c *client) *outbox {
-	o := &outbox{c: c, wake: make(chan struct{}, 1), seq: map[string]int64{}}
+	o := &outbox{c: c, wake: make(chan struct{}, 1), seq: map[string]int64{}, detached: make(chan struct{}),
+		maxBytes: maxOutboxBytes, maxItems: maxOutboxItems}
 	go o.run()
 	return o
 }
@@ -459,17 +478,29 @@ func (o *outbox) push(u rpc.SessionUpdateParams) {
 		o.mu.Unlock()
 		return
 	}
-	if isDelta(u.Update.Type) && len(o.items) > 0 {
-		if last := o.items[len(o.items)-1].update; last != nil && last.Update.Type == u.Update.Type &&
-			last.SessionID == u.SessionID && last.TurnID == u.TurnID {
-			last.Update.Text += u.Update.Text
-			o.mu.Unlock()
-			return
+	if isDelta(u.Update.Type) {
+		if n := len(o.items); n > 0 {
+			if last := &o.items[n-1]; last.parts != nil && last.update.Update.Type == u.Update.Type &&
+				last.update.SessionID == u.SessionID && last.update.TurnID == u.TurnID {
+				o.checkLocked()
+				if !o.closed {
+					last.parts = append(last.parts, u.Update.Text)
+					last.size += len(u.Update.Text)
+					o.bytes += len(u.Update.Text)
+				}
+				o.mu.Unlock()
+				return
+			}
 		}
+		up := new(rpc.SessionUpdateParams) // only here: a merged delta allocates nothing
+		*up = u
+		up.Update.Text = ""
+		o.appendLocked(outItem{method: rpc.MethodSessionUpdate, update: up, parts: []string{u.Update.Text}, size: len(u.Update.Text) + itemOverhead})
+		return
 	}
-	o.items = append(o.items, outItem{method: rpc.MethodSessionUpdate, update: &u})
-	o.mu.Unlock()
-	o.signal()
+	up := new(rpc.SessionUpdateParams)
+	*up = u
+	o.appendLocked(outItem{method: rpc.MethodSessionUpdate, update: up, size: updateSize(up)})
 }
 
 func (o *outbox) pushRaw(method string, params any) {
@@ -478,9 +509,54 @@ func (o *outbox) pushRaw(method string, params any) {
 		o.mu.Unlock()
 		return
 	}
-	o.items = append(o.items, outItem{method: method, params: params})
+	o.appendLocked(outItem{method: method, params: params, size: itemOverhead})
+}
+
+// appendLocked queues an item, unlocks, and wakes the sender.
+func (o *outbox) appendLocked(it outItem) {
+	if o.checkLocked(); o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.items = append(o.items, it)
+	o.bytes += it.size
 	o.mu.Unlock()
 	o.signal()
+}
+
+// checkLocked detaches the editor when what already waits for it, before the update being added,
+// is past the bounds: one large update (a big diff) never detaches an editor that reads. o.mu
+// held; it never blocks.
+func (o *outbox) checkLocked() {
+	if o.bytes <= o.maxBytes && len(o.items) < o.maxItems {
+		return
+	}
+	slog.Warn("an editor is not reading its notifications: detaching it",
+		"queuedBytes", o.bytes, "queuedItems", len(o.items), "limitBytes", o.maxBytes, "limitItems", o.maxItems)
+	o.closed = true
+	o.items, o.bytes = nil, 0
+	close(o.detached)
+	go o.c.conn.Abort() // the connection ends; the server then detaches it from its sessions
+}
+
+const itemOverhead = 256 // envelope, ids and small fields of a queued notification
+
+// updateSize estimates the wire size of an update from its variable-length parts.
+func updateSize(u *rpc.SessionUpdateParams) int {
+	n := itemOverhead + len(u.Update.Text) + len(u.Update.Thinking)
+	if tc := u.Update.ToolCall; tc != nil {
+		n += len(tc.Arguments) + len(tc.Progress) + len(tc.Activity) + len(tc.Label)
+		if p := tc.Preview; p != nil {
+			n += len(p.UnifiedDiff) + len(p.Summary)
+		}
+		if r := tc.Result; r != nil {
+			n += len(r.Text) + len(r.Details)
+		}
+	}
+	if c := u.Update.Compaction; c != nil {
+		n += len(c.Summary)
+	}
+	return n
 }
 
 func (o *outbox) signal() {
@@ -493,7 +569,7 @@ func (o *outbox) signal() {
 func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
-	o.items = nil
+	o.items, o.bytes = nil, 0
 	o.mu.Unlock()
 	o.signal()
 }
@@ -507,11 +583,14 @@ func (o *outbox) run() {
 				return
 			}
 			if len(o.items) == 0 {
+				o.items = nil // release the backing array of a drained burst
 				o.mu.Unlock()
 				break
 			}
 			it := o.items[0]
+			o.items[0] = outItem{}
 			o.items = o.items[1:]
+			o.bytes -= it.size
 			params := it.params
 			if it.update != nil {
 				o.seq[it.update.SessionID]++
@@ -519,11 +598,26 @@ func (o *outbox) run() {
 				params = it.update
 			}
 			o.mu.Unlock()
+			if it.parts != nil { // out of the queue: no push merges into it any more
+				it.update.Update.Text = joinParts(it.parts, it.size)
+			}
 			if err := o.c.conn.Notify(o.c.conn.Context(), it.method, params); err != nil {
 				slog.Debug("notification not delivered", "method", it.method, "err", err)
 			}
 		}
 	}
+}
+
+func joinParts(parts []string, size int) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, p := range parts {
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 func isDelta(t string) bool { return t == rpc.UpdateTextDelta || t == rpc.UpdateThinkingDelta }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -51,6 +52,7 @@ type Handler interface {
 // Conn is one JSON-RPC connection with the LSP base protocol framing.
 type Conn struct {
 	conn   jsonrpc2.Conn
+	raw    io.Closer
 	cancel context.CancelFunc
 	ctx    context.Context
 
@@ -61,10 +63,10 @@ type Conn struct {
 // NewConn wraps a byte stream (stdio, a Unix socket, a pipe).
 func NewConn(rwc io.ReadWriteCloser) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Conn{ctx: ctx, cancel: cancel}
+	c := &Conn{ctx: ctx, cancel: cancel, raw: rwc}
 	// jsonrpc2 does not cancel in-flight handlers when the peer disconnects: a read error (EOF
 	// included) cancels the connection context they derive from.
-	stream := &guardedStream{headerStream: jsonrpc2.NewStream(&eofCancel{ReadWriteCloser: rwc, cancel: cancel})}
+	stream := newGuardedStream(&eofCancel{ReadWriteCloser: rwc, cancel: cancel})
 	c.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(preempter{c}))
 	return c
 }
@@ -134,6 +136,13 @@ func (c *Conn) Close() error {
 	return c.conn.Close()
 }
 
+// Abort closes the transport at once, without waiting for handlers or for a write blocked on a
+// peer that does not read: that write fails, the read loop ends, and Done follows.
+func (c *Conn) Abort() error {
+	c.cancel()
+	return c.raw.Close()
+}
+
 // preempter answers $/cancelRequest inline, before the request it cancels can be dispatched.
 type preempter struct{ c *Conn }
 
@@ -196,11 +205,35 @@ func (codec) Unmarshal(data []byte, v any) error {
 	return protocol.Unmarshal(data, v)
 }
 
-// guardedStream answers a frame that is not a valid JSON-RPC message with an error response and
+// MaxMessageBytes caps the body of one incoming message. A larger message is answered with an
+// invalid-request error (-32600) and skipped without being buffered; the connection stays up. 64
+// MiB holds a didOpen of any file an editor syncs to its extensions (VS Code stops at 50 MB) with
+// room for JSON escaping.
+const MaxMessageBytes = 64 << 20
+
+var maxMessageBytes = MaxMessageBytes // lowered by tests
+
+const (
+	firstBodyChunk = 64 << 10 // a body buffer starts at most this big and doubles as bytes arrive
+	keepBodyBuffer = 1 << 20  // a larger body buffer is released before the next message
+	maxHeaderLines = 32       // a header line is at most the reader's buffer (4 KiB)
+	idProbeBytes   = 4 << 10  // how much of an oversized message is searched for its id
+)
+
+// guardedStream reads the LSP framing itself so that memory follows the bytes that arrive, not the
+// length a header declares: a body buffer grows as the body comes in, a message over
+// MaxMessageBytes is answered with an error and discarded as it streams past, and header lines are
+// bounded. It also answers a frame that is not a valid JSON-RPC message with an error response and
 // reads on: jsonrpc2 would end the connection. A broken header cannot be resynchronised and still
-// ends the connection (the daemon keeps serving others).
+// ends the connection (the daemon keeps serving others). Writes go through jsonrpc2's stream.
 type guardedStream struct {
-	headerStream jsonrpc2.Stream
+	headerStream jsonrpc2.Stream // writes and Close
+	in           *bufio.Reader
+	body         []byte // the current message; jsonrpc2 borrows it until the next read
+}
+
+func newGuardedStream(rwc io.ReadWriteCloser) *guardedStream {
+	return &guardedStream{headerStream: jsonrpc2.NewStream(rwc), in: bufio.NewReader(rwc)}
 }
 
 type frameIO interface {
@@ -209,9 +242,25 @@ type frameIO interface {
 }
 
 func (g *guardedStream) ReadFrame(ctx context.Context) ([]byte, int64, error) {
-	fs := g.headerStream.(frameIO)
 	for {
-		frame, n, err := fs.ReadFrame(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		frame, n, err := g.readFrame()
+		var big *tooLarge
+		if errors.As(err, &big) {
+			slog.Warn("message too large", "bytes", big.length, "limit", maxMessageBytes)
+			resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": big.id, "error": map[string]any{
+				"code":    jsonrpc2.InvalidRequest,
+				"message": fmt.Sprintf("invalid request: the message is %d bytes, over the limit of %d bytes", big.length, maxMessageBytes)}})
+			// Answer at once, from another goroutine: the peer may be writing the rest of the
+			// body and not reading until it is done. Then skip the body as it streams past.
+			go g.WriteFrame(context.WithoutCancel(ctx), resp)
+			if err := g.skip(big.length); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
 		if err != nil {
 			return frame, n, err
 		}
@@ -235,10 +284,147 @@ func (g *guardedStream) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 		slog.Warn("malformed message", "code", code, "bytes", len(frame))
 		resp, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
 			"error": map[string]any{"code": code, "message": msg}})
-		if _, err := fs.WriteFrame(context.WithoutCancel(ctx), resp); err != nil {
+		if _, err := g.WriteFrame(context.WithoutCancel(ctx), resp); err != nil {
 			return nil, 0, err
 		}
 	}
+}
+
+// tooLarge is a message over the cap whose body is still to be skipped.
+type tooLarge struct {
+	length int64
+	id     json.RawMessage
+}
+
+func (t *tooLarge) Error() string { return fmt.Sprintf("message of %d bytes over the limit", t.length) }
+
+// skip discards n bytes through the reader's own buffer.
+func (g *guardedStream) skip(n int64) error {
+	for n > 0 {
+		k, err := g.in.Discard(int(min(n, 1<<30)))
+		n -= int64(k)
+		if err == io.EOF {
+			return io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrame reads one header block and its body.
+func (g *guardedStream) readFrame() ([]byte, int64, error) {
+	if cap(g.body) > keepBodyBuffer {
+		g.body = nil // one large didOpen does not pin its buffer for the connection's life
+	}
+	length, headerLen, err := readHeader(g.in)
+	if err != nil {
+		return nil, 0, err
+	}
+	if length > int64(maxMessageBytes) {
+		big := &tooLarge{length: length, id: json.RawMessage("null")}
+		if prefix, _ := g.in.Peek(int(min(length, idProbeBytes))); len(prefix) > 0 {
+			big.id = probeID(prefix)
+		}
+		return nil, 0, big
+	}
+	// Grow with what arrives: a peer that declares much and sends little costs little.
+	n := int(length)
+	buf := g.body[:0]
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(n, max(2*cap(buf), firstBodyChunk)))
+			copy(grown, buf)
+			buf = grown
+		}
+		end := min(cap(buf), n)
+		if _, err := io.ReadFull(g.in, buf[len(buf):end]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, 0, err
+		}
+		buf = buf[:end]
+	}
+	g.body = buf
+	return buf, headerLen + length, nil
+}
+
+// readHeader reads an LSP header block and returns its Content-Length and the header's size. A
+// malformed block is jsonrpc2.ErrInvalidHeader; EOF before any byte is io.EOF.
+func readHeader(r *bufio.Reader) (length, size int64, err error) {
+	have := false
+	for lines := 0; ; lines++ {
+		if lines == maxHeaderLines {
+			return 0, 0, jsonrpc2.ErrInvalidHeader
+		}
+		line, err := r.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			return 0, 0, jsonrpc2.ErrInvalidHeader // a header line longer than the buffer
+		case err == io.EOF && lines == 0 && len(line) == 0:
+			return 0, 0, io.EOF
+		case err == io.EOF:
+			return 0, 0, io.ErrUnexpectedEOF
+		case err != nil:
+			return 0, 0, err
+		}
+		size += int64(len(line))
+		text := strings.TrimRight(string(line), "\r\n")
+		if text == "" {
+			break
+		}
+		name, value, ok := strings.Cut(text, ":")
+		if !ok {
+			return 0, 0, jsonrpc2.ErrInvalidHeader
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil || n <= 0 {
+				return 0, 0, jsonrpc2.ErrInvalidHeader
+			}
+			length, have = n, true
+		}
+	}
+	if !have {
+		return 0, 0, jsonrpc2.ErrInvalidHeader
+	}
+	return length, size, nil
+}
+
+// probeID finds the id of a message from its first bytes, when it comes before anything that does
+// not fit in them; otherwise null.
+func probeID(prefix []byte) json.RawMessage {
+	null := json.RawMessage("null")
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return null
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return null
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return null
+		}
+		if key != "id" {
+			continue
+		}
+		var id any
+		if json.Unmarshal(value, &id) != nil {
+			return null
+		}
+		switch id.(type) {
+		case string, float64:
+			return value
+		}
+		return null
+	}
+	return null
 }
 
 func (g *guardedStream) WriteFrame(ctx context.Context, data []byte) (int64, error) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -39,12 +41,16 @@ func connectCmd(args []string) int {
 			return 1
 		}
 	}
-	conn, err := net.Dial("unix", path)
+	// Nothing is written before the directory, the socket and the process behind it are known
+	// to be the user's own: the editor's first message carries its buffers.
+	conn, err := dialDaemon(path)
+	var refused *refusal
+	if err != nil && !errors.As(err, &refused) {
+		conn, err = startDaemon(path, args, *idle)
+	}
 	if err != nil {
-		if conn, err = startDaemon(path, args, *idle); err != nil {
-			fmt.Fprintln(os.Stderr, "agentd connect:", err)
-			return 1
-		}
+		fmt.Fprintln(os.Stderr, "agentd connect:", err)
+		return 1
 	}
 	done := make(chan struct{}, 2)
 	go func() {
@@ -83,6 +89,9 @@ func startDaemon(path string, args []string, idle time.Duration) (net.Conn, erro
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
+	if err := checkSocketPath(path); err != nil {
+		return nil, err
+	}
 	logFile, err := os.OpenFile(filepath.Join(filepath.Dir(path), "agentd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -98,13 +107,86 @@ func startDaemon(path string, args []string, idle time.Duration) (net.Conn, erro
 	go cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		conn, err := net.Dial("unix", path)
-		if err == nil {
-			return conn, nil
+		conn, err := dialDaemon(path)
+		var refused *refusal
+		if err == nil || errors.As(err, &refused) {
+			return conn, err
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the daemon did not start (see %s): %v", logFile.Name(), err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// refusal is a socket connect will not use: someone else's directory, socket or daemon.
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return "refusing to connect: " + r.reason }
+
+// dialDaemon connects to the daemon's socket once the directory (ours, 0700), the socket (ours)
+// and the listening process (ours, by SO_PEERCRED) are checked; it writes nothing. Another local
+// user who pre-created the directory under /tmp (no XDG_RUNTIME_DIR) would otherwise receive the
+// editor's initialize and buffers. A refusal is a *refusal; any other error means no daemon.
+func dialDaemon(path string) (net.Conn, error) {
+	if err := checkSocketPath(path); err != nil {
+		return nil, err
+	}
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := peerUID(conn.(*net.UnixConn))
+	if err == nil && uid != os.Getuid() {
+		err = fmt.Errorf("the daemon on %s runs as uid %d, not as you (uid %d)", path, uid, os.Getuid())
+	}
+	if err != nil {
+		conn.Close()
+		return nil, &refusal{err.Error()}
+	}
+	return conn, nil
+}
+
+// checkSocketPath checks what exists of the socket's path: the directory must be ours and closed
+// to others, the socket ours and a socket. What does not exist yet is for the daemon to create.
+func checkSocketPath(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &refusal{err.Error()}
+	}
+	if !st.IsDir() {
+		return &refusal{dir + " is not a directory"}
+	}
+	if err := ownedByUs(dir, st); err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return &refusal{fmt.Sprintf("%s is accessible by other users (mode %o)", dir, st.Mode().Perm())}
+	}
+	st, err = os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &refusal{err.Error()}
+	}
+	if st.Mode()&fs.ModeSocket == 0 {
+		return &refusal{path + " is not a socket"}
+	}
+	return ownedByUs(path, st)
+}
+
+func ownedByUs(path string, st fs.FileInfo) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return &refusal{"cannot read the owner of " + path}
+	}
+	if int(sys.Uid) != os.Getuid() {
+		return &refusal{fmt.Sprintf("%s is owned by uid %d, not by you (uid %d)", path, sys.Uid, os.Getuid())}
+	}
+	return nil
 }
