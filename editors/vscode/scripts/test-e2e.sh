@@ -8,10 +8,15 @@
 #
 # Environment: AGENTD_E2E_DIR (/opt/agentd-e2e), CS_DIR (code-server install), AGENTD_BIN
 # (default: builds bin/agentd), OUT_DIR (default <repo>/out/vscode-e2e), E2E_ONLY=chat,review…,
-# E2E_KEEP=1 keeps the temp run dir.
+# E2E_REPEAT=N (run the scenarios N times in one VS Code), E2E_KEEP=1 keeps the temp run dir.
 #
-# Prints a SKIP line and exits 0 only when the tools are not installed (scripts/setup-e2e.sh
-# installs them; CI runs it first). Any failure exits non-zero.
+# A scenario fails on its own checks and on any error from the extension while it runs (extension
+# host errors, unhandled rejections, failed commands, its error logs, the chat webview's console
+# errors); the run first tests that injected errors are reported (scenario "harness"). See the
+# header of test/e2e/run.mjs.
+#
+# Prints a SKIP line and exits 0 only when the tools are not installed and CI is not "true"
+# (scripts/setup-e2e.sh installs them; CI runs it first). Any failure exits non-zero.
 set -euo pipefail
 exec </dev/null
 
@@ -38,13 +43,17 @@ missing=()
 [ -x "$EXT_DIR/node_modules/.bin/vsce" ] || missing+=("@vscode/vsce (npm ci in editors/vscode)")
 command -v go >/dev/null || missing+=("go")
 if [ ${#missing[@]} -gt 0 ]; then
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL vscode e2e: not installed: ${missing[*]} (CI runs editors/vscode/scripts/setup-e2e.sh first)" >&2
+		exit 1
+	fi
 	echo "SKIP vscode e2e: not installed: ${missing[*]} (run editors/vscode/scripts/setup-e2e.sh)"
 	exit 0
 fi
 
 t() { echo "[test-e2e $(date +%T)] $*"; }
 mkdir -p "$OUT_DIR"
-rm -f "$OUT_DIR"/*.png "$OUT_DIR/results.json"
+rm -f "$OUT_DIR"/*.png "$OUT_DIR/results.json" "$OUT_DIR/ignored-errors.log"
 rm -rf "$OUT_DIR/logs"
 
 BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/agentd-e2e-bin.XXXXXX")
@@ -68,6 +77,8 @@ CS_BIN="$CS_BIN" AGENTD_BIN="$AGENTD_BIN" FAKEOLLAMA="$BIN_DIR/fakeollama" VSIX=
 	CHROMIUM="$CHROMIUM" BENCH="$BENCH" node "$EXT_DIR/test/e2e/run.mjs"
 rc=$?
 if [ "$BENCH" = 1 ]; then
+	# A benchmark, not a test: it prints numbers and only fails when it cannot run. Only --bench
+	# runs it (make test does not).
 	t "benchmarking the chat view alone (webview-bench)"
 	CHROMIUM="$CHROMIUM" node "$EXT_DIR/test/e2e/webview-bench.mjs" | tee "$OUT_DIR/webview-bench.json" || rc=1
 fi

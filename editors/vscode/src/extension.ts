@@ -7,6 +7,7 @@ import { DaemonClient } from "./daemon/client";
 import { ReviewManager } from "./review/manager";
 import { SessionController } from "./session";
 import { StatusBar } from "./status";
+import { activateTestMode, registerCommand, watchLog } from "./testmode";
 
 const loadedAt = Date.now();
 let daemonRef: DaemonClient | undefined;
@@ -20,6 +21,8 @@ export interface Stats {
 	loadToActivatedMs: number;
 	daemonStartMs?: number;
 	reviews: { reviewId: string; receivedAt: number; renderedAt?: number }[];
+	/** The reviews waiting for a decision (ids and file paths). */
+	pending: { reviewId: string; path?: string; busy: boolean }[];
 	connection: string;
 	sessionId?: string;
 	items: number;
@@ -28,7 +31,9 @@ export interface Stats {
 export function activate(context: vscode.ExtensionContext) {
 	const t0 = Date.now();
 	const version = (context.extension.packageJSON as { version?: string }).version ?? "0.0.0";
-	const log = vscode.window.createOutputChannel("agentd", { log: true });
+	const channel = vscode.window.createOutputChannel("agentd", { log: true });
+	// In the end-to-end tests, errors logged here also go to the harness (testmode.ts).
+	const log = watchLog(channel);
 	const trace = vscode.window.createOutputChannel("agentd (protocol trace)");
 	const daemon = new DaemonClient(log, trace, version);
 	daemonRef = daemon;
@@ -38,7 +43,7 @@ export function activate(context: vscode.ExtensionContext) {
 	const status = new StatusBar(session);
 
 	context.subscriptions.push(
-		log,
+		channel,
 		trace,
 		daemon,
 		session,
@@ -52,7 +57,8 @@ export function activate(context: vscode.ExtensionContext) {
 		session.onSessionChanged((id) => reviews.retainSession(id)),
 	);
 
-	const cmd = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, fn));
+	activateTestMode(context, log);
+	const cmd = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(registerCommand(id, fn, log));
 	cmd("agentd.focusChat", () => chat.reveal(true));
 	cmd("agentd.newSession", async () => {
 		await session.newSession();
@@ -83,7 +89,7 @@ export function activate(context: vscode.ExtensionContext) {
 	cmd("agentd.send", async (text: string) => {
 		if (typeof text === "string") await session.send(text);
 	});
-	// For the end-to-end tests and benchmarks: numbers only, no content.
+	// For the end-to-end tests and benchmarks: numbers, ids and file paths, no file content.
 	const stats = (): Stats => ({
 		loadedAt,
 		activatedAt,
@@ -92,6 +98,7 @@ export function activate(context: vscode.ExtensionContext) {
 		loadToActivatedMs,
 		daemonStartMs: daemon.lastStartMs,
 		reviews: reviews.timings.slice(),
+		pending: reviews.pendingSummary(),
 		connection: daemon.connectionState.kind,
 		sessionId: session.sessionId,
 		items: session.chatState.items.length,

@@ -134,6 +134,16 @@ export interface SessionInfo {
 	turns: number;
 	running: boolean;
 	attached: number;
+	/** The project instructions (AGENTS.md) the model reads; absent when none. */
+	instructions?: InstructionsInfo;
+}
+
+export interface InstructionsInfo {
+	/** Relative to the workspace folder ("AGENTS.md"). */
+	path: string;
+	bytes: number;
+	/** Only the beginning is used (the cap is 8 KiB). */
+	truncated: boolean;
 }
 
 export interface SessionNewParams {

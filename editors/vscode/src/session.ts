@@ -21,6 +21,7 @@ import {
 	type ChatState,
 } from "./chat/model";
 import { readConfig } from "./config";
+import { showError } from "./testmode";
 import { errorCode, errorMessage, type ConnectionState, type DaemonClient } from "./daemon/client";
 import {
 	APPROVAL_MODES,
@@ -174,7 +175,7 @@ export class SessionController implements vscode.Disposable {
 		}
 		if (p.update.type === "turnFailed" && p.update.error) {
 			const e = p.update.error;
-			void vscode.window.showErrorMessage(e.fix ? `agentd: ${e.message} — ${e.fix}` : `agentd: ${e.message}`);
+			showError(e.fix ? `agentd: ${e.message} — ${e.fix}` : `agentd: ${e.message}`);
 		}
 		if (before.running !== this.chat.running || before.activity !== this.chat.activity || before.usage !== this.chat.usage) this.fireState();
 	}
@@ -212,7 +213,7 @@ export class SessionController implements vscode.Disposable {
 				if (this.session?.sessionId === id) this.session = undefined;
 				this.reset(newChatState());
 			}
-			if (!quiet) void vscode.window.showErrorMessage(`agentd: could not open the session: ${errorMessage(err)}`);
+			if (!quiet) showError(`agentd: could not open the session: ${errorMessage(err)}`);
 			return false;
 		}
 	}
@@ -357,7 +358,7 @@ export class SessionController implements vscode.Disposable {
 			const r = await this.daemon.request(Method.SessionCancel, { sessionId: this.session.sessionId });
 			if (!r.cancelled) this.log.info("session/cancel: no turn was running");
 		} catch (err) {
-			void vscode.window.showErrorMessage(`agentd: stop failed: ${errorMessage(err)}`);
+			showError(`agentd: stop failed: ${errorMessage(err)}`);
 		}
 	}
 
@@ -442,7 +443,7 @@ export class SessionController implements vscode.Disposable {
 				detail: m.capabilities?.length ? m.capabilities.join(", ") : undefined,
 			}));
 		} catch (err) {
-			void vscode.window.showErrorMessage(`agentd: could not list models: ${errorMessage(err)}`);
+			showError(`agentd: could not list models: ${errorMessage(err)}`);
 			return;
 		}
 		if (!items.length) {
@@ -484,7 +485,7 @@ export class SessionController implements vscode.Disposable {
 				const r = await this.daemon.request(Method.SessionSetMode, { sessionId: this.session.sessionId, approvalMode: mode });
 				this.session.approvalMode = r.approvalMode;
 			} catch (err) {
-				void vscode.window.showErrorMessage(`agentd: could not change the mode: ${errorMessage(err)}`);
+				showError(`agentd: could not change the mode: ${errorMessage(err)}`);
 				return;
 			}
 		} else {
@@ -504,7 +505,7 @@ export class SessionController implements vscode.Disposable {
 		try {
 			grants = (await this.daemon.request(Method.GrantList, { sessionId })).grants ?? [];
 		} catch (err) {
-			void vscode.window.showErrorMessage(`agentd: could not list the permissions: ${errorMessage(err)}`);
+			showError(`agentd: could not list the permissions: ${errorMessage(err)}`);
 			return;
 		}
 		if (!grants.length) {
@@ -520,7 +521,7 @@ export class SessionController implements vscode.Disposable {
 			const r = await this.daemon.request(Method.GrantRevoke, { sessionId, grantId: picked.grant.id });
 			if (r.revoked) this.emit(addNotice(this.chat, `Revoked: ${picked.grant.scope.label || picked.grant.id}. It asks again.`));
 		} catch (err) {
-			void vscode.window.showErrorMessage(`agentd: could not revoke: ${errorMessage(err)}`);
+			showError(`agentd: could not revoke: ${errorMessage(err)}`);
 		}
 	}
 

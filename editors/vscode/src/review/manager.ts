@@ -23,6 +23,7 @@ import {
 	type ReviewRequestedParams,
 	type ReviewResolvedParams,
 } from "../protocol";
+import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
 import { commandLine, relativeTo, sandboxLabel } from "./format";
 import { anchorsOf, decisionFor, hunkAt, hunkStats, planDecorations, shiftAnchors, type HunkAnchor, type HunkState } from "./model";
@@ -261,6 +262,11 @@ export class ReviewManager implements vscode.Disposable {
 
 	get count(): number {
 		return this.entries.size;
+	}
+
+	/** For the end-to-end tests (stats file): the pending reviews, in arrival order. */
+	pendingSummary(): { reviewId: string; path?: string; busy: boolean }[] {
+		return [...this.entries.values()].map((e) => ({ reviewId: e.params.reviewId, path: e.params.file?.path, busy: e.busy }));
 	}
 
 	private pendingCount(e: Entry): number {
@@ -555,7 +561,7 @@ export class ReviewManager implements vscode.Disposable {
 			for (const id of e.states.keys()) e.states.set(id, "pending");
 			this.update();
 			this.renderAll();
-			void vscode.window.showErrorMessage(`agentd: the decision was not sent: ${errorMessage(err)}`);
+			showError(`agentd: the decision was not sent: ${errorMessage(err)}`);
 		}
 	}
 
@@ -685,7 +691,7 @@ export class ReviewManager implements vscode.Disposable {
 	}
 
 	private registerCommands(): void {
-		const reg = (id: string, fn: (...a: any[]) => unknown) => this.disposables.push(vscode.commands.registerCommand(id, fn));
+		const reg = (id: string, fn: (...a: any[]) => unknown) => this.disposables.push(registerCommand(id, fn, this.log));
 		reg("agentd.review.acceptHunk", (...a: HunkArgs) => this.decideHunk(a, "accepted"));
 		reg("agentd.review.rejectHunk", (...a: HunkArgs) => this.decideHunk(a, "rejected"));
 		reg("agentd.review.undoHunk", (...a: HunkArgs) => {
@@ -755,15 +761,23 @@ export class ReviewManager implements vscode.Disposable {
 
 	private registerTreeCommands(): void {
 		this.disposables.push(
-			vscode.commands.registerCommand("agentd.review.reveal", (id: string) => {
-				const e = this.entries.get(id);
-				return e ? this.reveal(e, true) : undefined;
-			}),
-			vscode.commands.registerCommand("agentd.review.ask", (id: string) => {
-				const e = this.entries.get(id);
-				return e ? this.ask({ ...e, asked: false }) : undefined;
-			}),
-			vscode.commands.registerCommand("agentd.review.revealHunk", async (id: string, hunkId: string) => {
+			registerCommand(
+				"agentd.review.reveal",
+				(id: string) => {
+					const e = this.entries.get(id);
+					return e ? this.reveal(e, true) : undefined;
+				},
+				this.log,
+			),
+			registerCommand(
+				"agentd.review.ask",
+				(id: string) => {
+					const e = this.entries.get(id);
+					return e ? this.ask({ ...e, asked: false }) : undefined;
+				},
+				this.log,
+			),
+			registerCommand("agentd.review.revealHunk", async (id: string, hunkId: string) => {
 				const e = this.entries.get(id);
 				if (!e) return;
 				await this.reveal(e, true);
@@ -774,7 +788,7 @@ export class ReviewManager implements vscode.Disposable {
 					ed.selection = new vscode.Selection(pos, pos);
 					ed.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.InCenter);
 				}
-			}),
+			}, this.log),
 		);
 	}
 

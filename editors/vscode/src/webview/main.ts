@@ -17,6 +17,9 @@ import type { FromWebview, ToWebview } from "./messages";
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
 const post = (m: FromWebview) => vscode.postMessage(m);
+// Errors of this script end up in the agentd output channel (and fail the end-to-end tests).
+window.addEventListener("error", (e) => post({ type: "error", message: String((e.error as Error | undefined)?.stack ?? e.message) }));
+window.addEventListener("unhandledrejection", (e) => post({ type: "error", message: `unhandled rejection: ${String((e.reason as Error | undefined)?.stack ?? e.reason)}` }));
 
 const WINDOW = 120;
 const PAGE = 100;

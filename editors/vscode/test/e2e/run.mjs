@@ -6,9 +6,27 @@
 //   FAKEOLLAMA    fakeollama binary           VSIX           the packaged extension
 //   OUT_DIR       screenshots and results     CHROMIUM       /usr/bin/chromium
 //   BENCH=1       also run the benchmarks     E2E_ONLY       comma-separated scenario names
+//   E2E_REPEAT=N  runs the scenarios N times in the same VS Code (not harness, bench, ollamaDown,
+//                 missingBinary)
 //
 // Every run uses fresh user-data, extensions, XDG and workspace directories under a temp dir, and
 // kills its process groups at the end. Prints "N passed, M failed" and exits non-zero on failure.
+//
+// Scenarios synchronise on state (DOM, editor, files, the extension's stats file, the fake's
+// requests), each wait with a deadline that names what it waited for; never on fixed sleeps.
+//
+// Errors fail the scenario during which they happened (even when its steps passed):
+//   - what the extension records in test mode (src/testmode.ts; AGENTD_VSCODE_E2E_ERRORS): its
+//     error logs (including the chat webview's errors, which it forwards, and vscode-languageclient's
+//     "[Error - …]" lines), failed commands, and unhandled rejections / uncaught exceptions whose
+//     stack runs through the extension's files;
+//   - Chromium: uncaught exceptions and console errors of the chat webview's frames (the webview
+//     iframe whose URL carries extensionId=agentd.agentd, and its inner frame), and main-page
+//     errors whose text or source names the extension (agentd.agentd or its install dir);
+//   - code-server's extension host logs: [error] entries naming the extension.
+// Everything else (workbench noise, other extensions) is counted and listed in the logs, not
+// failed. A scenario declares the errors it provokes on purpose (`expect`); the harness tests
+// itself first ("harness"): injected errors must be reported as failures naming them.
 
 import { spawn, execFileSync } from "node:child_process";
 import { once } from "node:events";
@@ -30,6 +48,7 @@ const OUT_DIR = env("OUT_DIR", path.resolve("out/vscode-e2e"));
 const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
 const BENCH = env("BENCH", "") === "1";
 const ONLY = env("E2E_ONLY", "").split(",").filter(Boolean);
+const REPEAT = Math.max(1, Number(env("E2E_REPEAT", "1")) || 1);
 const PORT = Number(env("E2E_PORT", String(18100 + Math.floor(Math.random() * 800))));
 const MODEL = "qwen3:8b";
 
@@ -45,6 +64,8 @@ const RUN = fs.mkdtempSync(path.join(os.tmpdir(), "agentd-vscode-e2e-"));
 const WS = path.join(RUN, "ws");
 const RT = path.join(RUN, "rt");
 const STATS = path.join(RUN, "stats.json");
+const ERRORS = path.join(RUN, "extension-errors.jsonl");
+const EXT_ID = "agentd.agentd";
 const children = [];
 const t = () => new Date().toISOString().slice(11, 23);
 const say = (...a) => console.log(`[e2e ${t()}]`, ...a);
@@ -439,17 +460,206 @@ function toolMessages(reqs) {
 const results = [];
 const bench = {};
 
-async function scenario(name, fn, ctx) {
-	if (ONLY.length && !ONLY.includes(name)) return;
+// ---------------------------------------------------------------- errors
+
+/** Every scenario run, counted or not (the harness's injected ones), in order: errors are
+ * attributed by time to the run whose window [t0, next run's t0) contains them. */
+const runs = [];
+/** Errors that belong to the extension, and the noise that does not. */
+const problems = [];
+const ignored = [];
+/** Errors before the first scenario (activation) or that no run claimed. */
+const orphanProblems = [];
+let extErrorsOffset = 0;
+const logOffsets = new Map();
+/** The `id` query parameters of the chat webview's frames (outer iframe and its inner frame). */
+const ourWebviewIds = new Set();
+let extInstallDir = "";
+
+function addProblem(p) {
+	problems.push(p);
+	const r = [...runs].reverse().find((x) => x.t0 <= p.at);
+	if (r) r.problems.push(p);
+	else orphanProblems.push(p);
+}
+
+/** What the extension recorded (src/testmode.ts), since the last read. */
+function collectExtensionErrors() {
+	let buf;
+	try {
+		buf = fs.readFileSync(ERRORS);
+	} catch {
+		return;
+	}
+	const text = buf.subarray(extErrorsOffset).toString("utf8");
+	const end = text.lastIndexOf("\n");
+	if (end < 0) return;
+	extErrorsOffset += Buffer.byteLength(text.slice(0, end + 1));
+	for (const line of text.slice(0, end).split("\n")) {
+		if (!line.trim()) continue;
+		try {
+			const e = JSON.parse(line);
+			addProblem({ at: e.at, source: `extension ${e.source}`, message: e.message + (e.stack && !e.message.includes(e.stack) ? `\n${e.stack}` : "") });
+		} catch {
+			addProblem({ at: Date.now(), source: "extension error file", message: `unparsable line: ${line}` });
+		}
+	}
+}
+
+/** Names the extension: its id, or a file of its install dir. */
+function namesUs(text) {
+	return text.includes(EXT_ID) || (extInstallDir !== "" && text.includes(extInstallDir));
+}
+
+function webviewIdOf(url) {
+	try {
+		return new URL(url).searchParams.get("id") ?? "";
+	} catch {
+		return "";
+	}
+}
+
+function isOurFrame(frame) {
+	for (let f = frame; f; f = f.parentFrame()) {
+		const url = f.url();
+		if (url.includes(`extensionId=${EXT_ID}`)) return true;
+		const id = webviewIdOf(url);
+		if (id && ourWebviewIds.has(id)) return true;
+	}
+	return false;
+}
+
+/** Chromium: console errors and uncaught exceptions, ours or noise. */
+function watchBrowser(page) {
+	const noteFrame = (f) => {
+		if (f.url().includes(`extensionId=${EXT_ID}`)) {
+			const id = webviewIdOf(f.url());
+			if (id) ourWebviewIds.add(id);
+		}
+	};
+	page.on("frameattached", noteFrame);
+	page.on("framenavigated", noteFrame);
+	page.on("console", (msg) => {
+		if (msg.type() !== "error") return;
+		const url = msg.location()?.url ?? "";
+		const text = msg.text();
+		const inWebview = ourWebviewIds.has(webviewIdOf(url)) || url.includes(`extensionId=${EXT_ID}`);
+		const p = { at: Date.now(), source: inWebview ? "chat webview console" : "workbench console", message: `${text}${url ? ` (${url})` : ""}` };
+		if (inWebview || namesUs(text) || namesUs(url)) addProblem(p);
+		else ignored.push(p);
+	});
+	page.on("pageerror", (err) => {
+		const stack = String(err?.stack ?? err);
+		fs.appendFileSync(path.join(RUN, "page-errors.log"), `${stack}\n`);
+		const inWebview = [...ourWebviewIds].some((id) => stack.includes(`id=${id}`));
+		const p = { at: Date.now(), source: inWebview ? "chat webview exception" : "workbench exception", message: stack };
+		if (inWebview || namesUs(stack)) addProblem(p);
+		else ignored.push(p);
+	});
+}
+
+function logFiles(dir, out = []) {
+	let ents = [];
+	try {
+		ents = fs.readdirSync(dir, { withFileTypes: true });
+	} catch {
+		return out;
+	}
+	for (const e of ents) {
+		const f = path.join(dir, e.name);
+		// The extension's own output channel: its errors are already recorded (synchronously).
+		if (e.isDirectory() && e.name !== EXT_ID) logFiles(f, out);
+		else if (e.isFile() && /exthost.*\.log$/.test(e.name)) out.push(f);
+	}
+	return out;
+}
+
+/** code-server's extension host logs: [error] entries that name the extension. */
+function collectExtHostLog() {
+	for (const f of logFiles(path.join(RUN, "data", "logs"))) {
+		let buf;
+		try {
+			buf = fs.readFileSync(f);
+		} catch {
+			continue;
+		}
+		const from = logOffsets.get(f) ?? 0;
+		const text = buf.subarray(from).toString("utf8");
+		// Entries start with a timestamp; read complete ones only (up to the last entry start).
+		const starts = [...text.matchAll(/^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[(\w+)\]/gm)];
+		if (starts.length < 2 && !text.endsWith("\n")) continue;
+		let consumed = 0;
+		for (let i = 0; i < starts.length; i++) {
+			const m = starts[i];
+			const last = i === starts.length - 1;
+			const entry = text.slice(m.index, last ? text.length : starts[i + 1].index);
+			if (last && !entry.endsWith("\n")) break;
+			consumed = m.index + entry.length;
+			if (m[2] !== "error") continue;
+			const at = new Date(m[1].replace(" ", "T")).getTime();
+			const p = { at, source: `extension host log ${path.basename(f)}`, message: entry.trim() };
+			if (namesUs(entry)) addProblem(p);
+			else ignored.push(p);
+		}
+		logOffsets.set(f, from + Buffer.byteLength(text.slice(0, consumed)));
+	}
+}
+
+function collectErrors() {
+	collectExtensionErrors();
+	collectExtHostLog();
+}
+
+function describeProblem(p) {
+	return `[${p.source}] ${p.message.split("\n").slice(0, 6).join("\n    ")}`;
+}
+
+/**
+ * Marks a run failed when errors not declared in its `expect` list were attributed to it. Runs
+ * again at the end of the suite: an error logged late fails the run it belongs to.
+ */
+function settle(r) {
+	const unexpected = r.problems.filter((p) => !r.expect.some((re) => re.test(p.message)));
+	if (!unexpected.length || r.reportedProblems === unexpected.length) return;
+	r.reportedProblems = unexpected.length;
+	const msg = `${unexpected.length} error${unexpected.length === 1 ? "" : "s"} from the extension while it ran:\n  ${unexpected.map(describeProblem).join("\n  ")}`;
+	if (r.result.ok) {
+		r.result.ok = false;
+		r.result.error = msg;
+		console.log(`${r.injected ? "expected FAIL" : "FAIL"} ${r.name}${r.ended ? " (error reported after it ended)" : ""}: ${msg}`);
+	} else if (!r.result.error.includes(msg)) {
+		r.result.error += `\n${msg}`;
+		console.log(`     ${r.name} also: ${msg}`);
+	}
+}
+
+/**
+ * Runs one scenario. `expect`: regexps of errors the scenario provokes on purpose. `injected`:
+ * the harness's self-test; its result is returned, not counted.
+ */
+async function scenario(name, fn, ctx, { expect = [], injected = false } = {}) {
+	if (!injected && ONLY.length && !ONLY.includes(name.replace(/#\d+$/, ""))) return undefined;
+	collectErrors();
+	for (const r of runs) settle(r);
 	const t0 = Date.now();
+	const run = { name, t0, expect, injected, problems: [], result: { name, ok: true, ms: 0 } };
+	runs.push(run);
+	if (!injected) results.push(run.result);
 	say(`--- ${name}`);
 	try {
 		await fn(ctx);
-		results.push({ name, ok: true, ms: Date.now() - t0 });
-		console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+		run.result.ms = Date.now() - t0;
+		collectErrors();
+		settle(run);
+		if (run.result.ok) console.log(`${injected ? "unexpected ok" : "ok  "} ${name} (${run.result.ms} ms)`);
 	} catch (err) {
-		results.push({ name, ok: false, ms: Date.now() - t0, error: String(err?.stack ?? err) });
-		console.log(`FAIL ${name} (${Date.now() - t0} ms): ${err?.message ?? err}`);
+		run.result.ms = Date.now() - t0;
+		run.result.ok = false;
+		run.result.error = String(err?.stack ?? err);
+		run.bodyError = run.result.error;
+		console.log(`FAIL ${name} (${run.result.ms} ms): ${err?.message ?? err}`);
+		collectErrors();
+		settle(run);
 		try {
 			await ctx.page.screenshot({ path: path.join(OUT_DIR, `fail-${name}.png`) });
 		} catch {
@@ -461,6 +671,97 @@ async function scenario(name, fn, ctx) {
 			// ignore
 		}
 	}
+	run.ended = true;
+	return run;
+}
+
+/**
+ * The harness's own test: errors injected into the extension (a command that throws, an
+ * unhandled rejection, an uncaught exception in the chat webview) must each fail the scenario
+ * they happen in, with a message naming the error. Those scenarios are not counted; this one is.
+ */
+async function harnessScenario(ctx) {
+	const { page } = ctx;
+	const injections = [
+		{
+			name: "injected-command-error",
+			errors: [
+				{ source: "extension", text: "agentd-e2e-injected-command-error" },
+				{ source: "extension host log", text: "agentd-e2e-injected-command-error" },
+			],
+			fn: async () => {
+				await palette(page, "agentd: Test: Throw an Error");
+				// VS Code reports the failed command in a dialog with the error's message.
+				const dialog = page.locator(".monaco-dialog-box", { hasText: "agentd-e2e-injected-command-error" });
+				await dialog.waitFor({ timeout: 20000 });
+				await dialog.locator(".monaco-button", { hasText: "OK" }).click();
+				await dialog.waitFor({ state: "detached", timeout: 10000 });
+				await waitFor("the extension host's log of the failed command", () => {
+					collectExtHostLog();
+					return problems.some((p) => p.source.startsWith("extension host log") && p.message.includes("agentd-e2e-injected-command-error"));
+				}, 10000);
+			},
+		},
+		{
+			name: "injected-unhandled-rejection",
+			errors: [
+				{ source: "extension", text: "agentd-e2e-injected-rejection" },
+				// VS Code itself reports it one second later, in its log and the workbench's console.
+				{ source: "extension host log", text: "agentd-e2e-injected-rejection" },
+				{ source: "workbench console", text: "agentd-e2e-injected-rejection" },
+			],
+			fn: async () => {
+				await palette(page, "agentd: Test: Leave a Promise Rejection Unhandled");
+				// Shown once the extension recorded the rejection.
+				await page.locator(".notifications-toasts .notification-list-item", { hasText: "injected an unhandled rejection" }).first().waitFor({ timeout: 20000 });
+				await waitFor("VS Code's own reports of the rejection (extension host log, workbench console)", () => {
+					collectExtHostLog();
+					const seen = (src) => problems.some((p) => p.source.startsWith(src) && p.message.includes("agentd-e2e-injected-rejection"));
+					return seen("extension host log") && seen("workbench console");
+				}, 10000);
+			},
+		},
+		{
+			name: "injected-webview-error",
+			errors: [
+				// Forwarded by the view's error listener to the extension's log.
+				{ source: "extension", text: "agentd-e2e-injected-webview-error" },
+				// Chromium's console error of the webview frame (its Content-Security-Policy).
+				{ source: "chat webview", text: "agentd-e2e-injected-csp-violation" },
+			],
+			fn: async () => {
+				const frame = await webviewFrame(page);
+				await frame.evaluate(() => {
+					const img = document.createElement("img");
+					img.src = "http://127.0.0.1:9/agentd-e2e-injected-csp-violation.png";
+					document.body.append(img);
+					setTimeout(() => {
+						throw new Error("agentd-e2e-injected-webview-error");
+					}, 0);
+				});
+				// Both reports arrive asynchronously: wait for them (the harness's collection of them
+				// is what this scenario tests; the checks below make sure they failed it).
+				await waitFor("the extension's record of the webview's exception", () => {
+					collectExtensionErrors();
+					return problems.some((p) => p.source.startsWith("extension") && p.message.includes("agentd-e2e-injected-webview-error"));
+				}, 10000);
+				await waitFor("Chromium's console error of the webview's CSP violation", () => problems.some((p) => p.source.startsWith("chat webview") && p.message.includes("agentd-e2e-injected-csp-violation")), 10000);
+			},
+		},
+	];
+	const wrong = [];
+	for (const inj of injections) {
+		const r = await scenario(inj.name, inj.fn, ctx, { injected: true });
+		if (r.bodyError) wrong.push(`${inj.name}: the injection itself failed: ${r.bodyError}`);
+		else if (r.result.ok) wrong.push(`${inj.name}: counted as a pass`);
+		for (const e of inj.errors) {
+			const reported = r.problems.some((p) => p.source.startsWith(e.source) && p.message.includes(e.text));
+			if (!reported || !r.result.error?.includes(e.text)) wrong.push(`${inj.name}: its failure does not name "${e.text}" (from ${e.source}): ${r.result.error}`);
+		}
+	}
+	await palette(page, "Notifications: Clear All Notifications");
+	await page.locator(".notifications-toasts .notification-list-item").first().waitFor({ state: "detached", timeout: 10000 });
+	if (wrong.length) throw new Error(`the harness does not report injected errors:\n${wrong.join("\n")}`);
 }
 
 async function chatScenario({ page, chat, fake }) {
@@ -690,11 +991,23 @@ async function queueScenario({ page, chat, fake }) {
 	await palette(page, "agentd: Focus on Pending Reviews View");
 	await page.locator(".pane-body .monaco-list-row", { hasText: "cart.go" }).first().waitFor({ timeout: 15000 });
 	await page.screenshot({ path: path.join(OUT_DIR, "17-review-queue.png") });
-	// Accept whatever is shown until both files are done: the next one opens by itself.
+	// Accept whatever is shown until both files are done: the next one opens by itself. Each step
+	// waits until the review it accepted is gone (stats), its file is written and its lens is
+	// gone, so the next click is on the next file's review, never on a lens that is going away.
+	const changed = { "cart.go": "// Cart keeps", "greet.go": "// Greet warmly" };
+	const done = new Set();
 	for (let i = 0; i < 2; i++) {
-		await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
-		await lens(page, "Accept all").first().click();
-		await sleep(300);
+		const file = await waitFor(`the review lens of a file not yet accepted (accepted: ${[...done].join(", ") || "none"})`, async () => {
+			const rows = await page.locator(".codelens-decoration", { hasText: "Accept all" }).allInnerTexts();
+			return Object.keys(changed).find((f) => !done.has(f) && rows.some((r) => r.includes(f)));
+		}, 30000);
+		const pending = await waitFor(`the pending review of ${file} in the stats`, () => readStats()?.pending?.find((p) => p.path === file), 10000);
+		say(`accepting ${file} (review ${pending.reviewId})`);
+		await page.locator(".codelens-decoration", { hasText: file }).locator("a", { hasText: "Accept all" }).first().click();
+		await waitFor(`review ${pending.reviewId} of ${file} no longer pending after Accept all`, () => !readStats()?.pending?.some((p) => p.reviewId === pending.reviewId), 20000);
+		await waitFor(`${file} on disk with the accepted change`, () => fs.readFileSync(path.join(WS, file), "utf8").includes(changed[file]), 20000);
+		await waitFor(`the review lens of ${file} gone`, async () => (await page.locator(".codelens-decoration", { hasText: file }).locator("a", { hasText: "Accept all" }).count()) === 0);
+		done.add(file);
 	}
 	await waitFor("both files changed", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8").includes("// Cart keeps") && fs.readFileSync(path.join(WS, "greet.go"), "utf8").includes("// Greet warmly"), 30000);
 	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 });
@@ -952,7 +1265,7 @@ async function main() {
 		TMPDIR: path.join(RUN, "tmp"),
 	};
 	for (const d of Object.values(xdg)) fs.mkdirSync(d, { recursive: true });
-	const csEnv = { ...process.env, ...xdg, AGENTD_VSCODE_STATS: STATS };
+	const csEnv = { ...process.env, ...xdg, AGENTD_VSCODE_STATS: STATS, AGENTD_VSCODE_E2E_ERRORS: ERRORS };
 	delete csEnv.PORT;
 	delete csEnv.OLLAMA_HOST;
 
@@ -962,6 +1275,9 @@ async function main() {
 		stdio: ["ignore", "pipe", "pipe"],
 	});
 	say(`extension installed (${Date.now() - tInstall} ms)`);
+	const installed = fs.readdirSync(ext).find((d) => d.startsWith(`${EXT_ID}-`));
+	if (!installed) throw new Error(`the extension is not in ${ext} after --install-extension`);
+	extInstallDir = path.join(ext, installed);
 	const cs = startGroup(
 		CS_BIN,
 		[
@@ -982,7 +1298,7 @@ async function main() {
 	});
 	const context = await browser.newContext({ viewport: { width: 1500, height: 950 } });
 	const page = await context.newPage();
-	page.on("pageerror", (e) => fs.appendFileSync(path.join(RUN, "page-errors.log"), `${e.stack ?? e}\n`));
+	watchBrowser(page);
 	const tLoad = Date.now();
 	await page.goto(`http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`);
 	await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
@@ -1007,23 +1323,46 @@ async function main() {
 		if (p && p.exitCode === null) process.kill(-p.pid, "SIGTERM");
 	};
 
-	await scenario("chat", chatScenario, ctx);
-	await scenario("review", reviewScenario, ctx);
-	await scenario("rejectReason", rejectReasonScenario, ctx);
-	await scenario("command", commandScenario, ctx);
-	await scenario("grant", grantScenario, ctx);
-	await scenario("stop", stopScenario, ctx);
-	await scenario("context", contextScenario, ctx);
-	await scenario("queue", queueScenario, ctx);
-	await scenario("resume", resumeScenario, ctx);
-	await scenario("failure", failureScenario, ctx);
-	await scenario("dirtyBuffer", dirtyBufferScenario, ctx);
+	// Errors during activation and start-up fail the run too.
+	collectErrors();
+	await scenario("harness", harnessScenario, ctx);
+	// E2E_REPEAT=N runs these N times in the same VS Code (to shake out flakiness).
+	for (let k = 1; k <= REPEAT; k++) {
+		const n = (name) => (REPEAT > 1 ? `${name}#${k}` : name);
+		const only = (name) => !ONLY.length || ONLY.includes(name);
+		for (const [name, fn, opts] of [
+			["chat", chatScenario],
+			["review", reviewScenario],
+			["rejectReason", rejectReasonScenario],
+			["command", commandScenario],
+			["grant", grantScenario],
+			["stop", stopScenario],
+			["context", contextScenario],
+			["queue", queueScenario],
+			["resume", resumeScenario],
+			// The turn fails on purpose: its error notification is expected.
+			["failure", failureScenario, { expect: [/model '[^']+' not found/] }],
+			["dirtyBuffer", dirtyBufferScenario],
+		]) {
+			if (only(name)) await scenario(n(name), fn, ctx, opts);
+		}
+	}
 	if (BENCH) await scenario("bench", benchScenario, ctx);
 	// These two break the connection on purpose: last.
 	await scenario("ollamaDown", ollamaDownScenario, ctx);
 	await scenario("missingBinary", missingBinaryScenario, ctx);
 
 	await browser.close();
+	// Errors logged late are attributed to the run they happened in.
+	collectErrors();
+	for (const r of runs) settle(r);
+	if (orphanProblems.length) {
+		const msg = orphanProblems.map(describeProblem).join("\n  ");
+		results.push({ name: "startup", ok: false, ms: 0, error: `errors from the extension before the first scenario:\n  ${msg}` });
+		console.log(`FAIL startup: ${msg}`);
+	}
+	fs.writeFileSync(path.join(OUT_DIR, "ignored-errors.log"), ignored.map(describeProblem).join("\n") + (ignored.length ? "\n" : ""));
+	if (ignored.length) say(`${ignored.length} error message(s) not from the extension ignored (workbench, other extensions): ${path.join(OUT_DIR, "ignored-errors.log")}`);
 	const failed = results.filter((r) => !r.ok);
 	fs.writeFileSync(path.join(OUT_DIR, "results.json"), JSON.stringify({ results, bench }, null, 2));
 	if (failed.length) {
@@ -1031,7 +1370,7 @@ async function main() {
 		const keep = path.join(OUT_DIR, "logs");
 		fs.rmSync(keep, { recursive: true, force: true });
 		fs.cpSync(path.join(RUN, "data", "logs"), path.join(keep, "vscode"), { recursive: true, force: true });
-		for (const f of ["code-server.log", "fakeollama.log", "page-errors.log"]) if (fs.existsSync(path.join(RUN, f))) fs.copyFileSync(path.join(RUN, f), path.join(keep, f));
+		for (const f of ["code-server.log", "fakeollama.log", "page-errors.log", "extension-errors.jsonl"]) if (fs.existsSync(path.join(RUN, f))) fs.copyFileSync(path.join(RUN, f), path.join(keep, f));
 		for (const r of failed) console.log(`\n${r.name}:\n${r.error}`);
 		console.log(`logs: ${keep}`);
 	}
@@ -1049,14 +1388,15 @@ try {
 	try {
 		const keep = path.join(OUT_DIR, "logs");
 		fs.cpSync(path.join(RUN, "data", "logs"), path.join(keep, "vscode"), { recursive: true, force: true });
-		for (const f of ["code-server.log", "fakeollama.log", "page-errors.log"]) if (fs.existsSync(path.join(RUN, f))) fs.copyFileSync(path.join(RUN, f), path.join(keep, f));
+		for (const f of ["code-server.log", "fakeollama.log", "page-errors.log", "extension-errors.jsonl"]) if (fs.existsSync(path.join(RUN, f))) fs.copyFileSync(path.join(RUN, f), path.join(keep, f));
 	} catch {
 		// nothing to keep
 	}
 	console.log("0 passed, 1 failed");
 } finally {
 	killAll();
-	await sleep(300);
+	// Remove the run dir once our process groups are gone (they write logs into it).
+	await waitFor("the e2e processes to exit", () => children.every((p) => p.exitCode !== null || p.signalCode !== null || p.pid === undefined), 10000).catch((err) => say(err.message));
 	if (!process.env.E2E_KEEP) fs.rmSync(RUN, { recursive: true, force: true });
 }
 process.exit(code);
