@@ -31,6 +31,9 @@ command("AgentAccept", cmd("accept"), {
 command("AgentReject", cmd("reject"), {
   bang = true, range = true, desc = "agentd: reject the hunk under the cursor (! the whole file)",
 })
+command("AgentUndo", cmd("undo"), { nargs = 0, desc = "agentd: undo a hunk decision not sent yet" })
+command("AgentApprove", cmd("approve"), { nargs = 0, desc = "agentd: approve the waiting command once" })
+command("AgentDeny", cmd("deny"), { nargs = 0, desc = "agentd: deny the waiting command (with a reason)" })
 command("AgentAllow", cmd("allow"), { nargs = 0, desc = "agentd: accept the review and allow it for the session" })
 command("AgentReview", cmd("review"), { nargs = 0, desc = "agentd: go to the next pending review" })
 command("AgentModel", cmd("model"), {
@@ -76,3 +79,6 @@ plug("n", "reject-hunk", function() R().reject_hunk() end, "reject the hunk")
 plug("n", "accept-file", function() R().accept_file() end, "accept the file")
 plug("n", "reject-file", function() R().reject_file() end, "reject the file")
 plug("n", "review", function() R().goto_pending() end, "next pending review")
+plug("n", "undo", function() R().undo() end, "undo a hunk decision")
+plug("n", "approve", function() require("agentd.approval").answer_current("accept") end, "approve the waiting command")
+plug("n", "deny", function() require("agentd.approval").answer_current("reject") end, "deny the waiting command")

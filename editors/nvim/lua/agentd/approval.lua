@@ -49,19 +49,54 @@ local function describe(r)
 end
 M.describe = describe
 
+-- How narrow a scope is: lower comes first. A command prefix of more words is narrower; a path
+-- scope is narrower the deeper it is; a whole tool comes last.
+local function breadth(s)
+  if s.kind == protocol.scope.command then
+    return 100 - #(s.commandPrefix or {})
+  elseif s.kind == protocol.scope.path then
+    local p = s.pathPrefix or ""
+    local depth = (p == "" or p == ".") and 0 or select(2, p:gsub("/", "")) + 1
+    return 200 - depth
+  end
+  return 1000
+end
+
+--- The session scopes of a review, narrowest first (a stable order among equals). A scope that
+--- covers a whole tool has confirm set: it is granted only after a second question.
+function M.scopes(r)
+  local list = {}
+  for i, s in ipairs(r.params.scopes or {}) do
+    table.insert(list, { i = i, s = s })
+  end
+  table.sort(list, function(a, b)
+    local ba, bb = breadth(a.s), breadth(b.s)
+    if ba ~= bb then
+      return ba < bb
+    end
+    return a.i < b.i
+  end)
+  local out = {}
+  for _, e in ipairs(list) do
+    local s = e.s
+    local sc = vim.deepcopy(s)
+    sc.label = nil
+    local whole = s.kind == protocol.scope.tool
+    table.insert(out, {
+      label = "Allow for this session: " .. (s.label or s.kind) .. (whole and " (asks to confirm)" or ""),
+      decision = { type = protocol.decision.accept_for_session, scope = sc },
+      confirm = whole and string.format("Allow every %s call for this session?", s.tool or "tool") or nil,
+    })
+  end
+  return out
+end
+
 --- The choices offered for a review, in order (also used by tests).
 function M.choices(r)
   local out = {}
   local once = r.params.kind == "command" and "Run once" or "Allow once"
   table.insert(out, { label = once, decision = { type = protocol.decision.accept } })
-  for _, s in ipairs(r.params.scopes or {}) do
-    local sc = vim.deepcopy(s)
-    sc.label = nil
-    table.insert(out, {
-      label = "Allow for this session: " .. (s.label or s.kind),
-      decision = { type = protocol.decision.accept_for_session, scope = sc },
-    })
-  end
+  vim.list_extend(out, M.scopes(r))
   table.insert(out, { label = "Reject (tell the agent why)", reject = true })
   table.insert(out, { label = "Cancel the turn", decision = { type = protocol.decision.cancel_turn } })
   return out
@@ -92,6 +127,22 @@ local function reject(r)
   end)
 end
 
+-- Sends choice's decision; a whole-tool grant first asks "yes/no" (no: the question comes back).
+local function decide_choice(r, choice)
+  if not choice.confirm then
+    review().decide(r, choice.decision)
+    return finish()
+  end
+  vim.ui.select({ "no", "yes" }, { prompt = choice.confirm, kind = "agentd.confirm" }, function(yes)
+    if yes == "yes" and review().reviews[r.id] then
+      review().decide(r, choice.decision)
+    elseif review().reviews[r.id] then
+      table.insert(queue, 1, r)
+    end
+    finish()
+  end)
+end
+
 local function ask(r)
   asking = r
   local choices = M.choices(r)
@@ -105,6 +156,12 @@ local function ask(r)
     if not review().reviews[r.id] then
       return finish() -- settled meanwhile (another editor, a grant, the turn ended)
     end
+    if r.sent then
+      if asking == r then
+        asking = nil -- answered by key (:AgentApprove) while the picker was open
+      end
+      return
+    end
     if not choice then
       util.notify("still waiting for your answer on " .. (r.params.label or r.id) .. ": :AgentReview")
       r.dismissed = true
@@ -115,8 +172,7 @@ local function ask(r)
     if choice.reject then
       return reject(r)
     end
-    review().decide(r, choice.decision)
-    finish()
+    decide_choice(r, choice)
   end)
 end
 
@@ -157,15 +213,16 @@ function M.answer_current(what)
       break
     end
   end
+  if asking == r then
+    asking = nil -- answered by key while its picker is open (or was dismissed)
+  end
   if what == "accept" then
     review().decide(r, { type = protocol.decision.accept })
+    finish()
   elseif what == "reject" then
     return reject(r)
   elseif what == "session" then
-    local choices = M.choices(r)
-    local scoped = vim.tbl_filter(function(c)
-      return c.decision and c.decision.type == protocol.decision.accept_for_session
-    end, choices)
+    local scoped = M.scopes(r)
     if #scoped == 0 then
       util.notify("this review offers no session scope")
       table.insert(queue, 1, r)
@@ -175,7 +232,8 @@ function M.answer_current(what)
       return c.label
     end }, function(c)
       if c then
-        review().decide(r, c.decision)
+        asking = r
+        decide_choice(r, c)
       else
         table.insert(queue, 1, r)
       end

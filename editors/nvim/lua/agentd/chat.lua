@@ -74,6 +74,12 @@ local function ensure_buffers()
     map(S.log, "n", "<C-c>", function()
       require("agentd.session").cancel()
     end, "agentd: cancel the turn")
+    map(S.log, "n", "<CR>", function()
+      M.show_details()
+    end, "agentd: the full result of the tool call under the cursor")
+    map(S.log, "n", "K", function()
+      M.show_details()
+    end, "agentd: the full result of the tool call under the cursor")
     S.folds, S.tools, S.block, S.assistant = {}, {}, nil, false
   end
   if not valid_buf(S.input) then
@@ -319,7 +325,7 @@ function M.statusline()
   if not cur then
     return " agentd  (no session: type a prompt below)"
   end
-  local parts = { " agentd", (cur.title ~= "" and cur.title) or cur.sessionId, cur.model, cur.approvalMode }
+  local parts = { " agentd", s.title_of(cur), cur.model, cur.approvalMode }
   local st = s.status()
   local extra = st:gsub("^agentd ?· ?", "")
   if extra ~= "" then
@@ -487,18 +493,38 @@ local function tool_virt(info)
   elseif info.result then
     local r = info.result
     if r.isError or info.status == "failed" then
-      local first = util.split_lines(r.text or "")[1] or ""
-      table.insert(bits, (r.type or "error") .. ": " .. first:sub(1, 100))
+      -- the whole text is written under the line (error_lines); here only its type
+      table.insert(bits, r.type or "error")
     end
-    if r.elapsedMs then
+    if r.elapsedMs and r.elapsedMs > 0 then -- 0: unknown (resumed history)
       table.insert(bits, r.elapsedMs >= 1000 and string.format("%.1fs", r.elapsedMs / 1000)
         or (r.elapsedMs .. "ms"))
     end
   end
-  if #bits == 0 then
+  local out = {}
+  if #bits > 0 then
+    table.insert(out, { "  " .. table.concat(bits, " · "), icon_hl[info.status] or "Comment" })
+  end
+  if info.result or info.preview then
+    table.insert(out, { "  ⏎ details", "AgentdNote" })
+  end
+  if #out == 0 then
     return nil
   end
-  return { { "  " .. table.concat(bits, " · "), icon_hl[info.status] or "Comment" } }
+  return out
+end
+
+-- A failed call's text in full, as real (wrapping) lines under its tool line.
+local function error_lines(info)
+  local r = info.result
+  if not r or not (r.isError or info.status == "failed") then
+    return {}
+  end
+  local out = {}
+  for _, l in ipairs(util.split_lines(vim.trim(r.text or ""))) do
+    table.insert(out, "    " .. l)
+  end
+  return out
 end
 
 local function render_tool(info)
@@ -522,7 +548,19 @@ local function render_tool(info)
   if not row then
     return
   end
-  vim.api.nvim_buf_set_lines(S.log, row, row + 1, false, { tool_text(t.info) })
+  local extra = error_lines(t.info)
+  vim.api.nvim_buf_set_lines(S.log, row, row + 1 + (t.extra or 0), false,
+    vim.list_extend({ tool_text(t.info) }, extra))
+  if t.err_mark then
+    pcall(vim.api.nvim_buf_del_extmark, S.log, M.ns, t.err_mark)
+    t.err_mark = nil
+  end
+  t.extra = #extra
+  if #extra > 0 then
+    t.err_mark = vim.api.nvim_buf_set_extmark(S.log, M.ns, row + 1, 0, {
+      end_row = row + #extra, end_col = #extra[#extra], hl_group = "AgentdError",
+    })
+  end
   local virt = tool_virt(t.info)
   local icon = icons[t.info.status] or "•"
   local o = { id = t.mark, hl_group = icon_hl[t.info.status] or "AgentdTool", end_row = row, end_col = 2 + #icon }
@@ -753,7 +791,7 @@ function M.reset(session, history)
   compat.set_buf_option(S.log, "modifiable", false)
   S.folds, S.tools, S.block, S.assistant, S.thinking_mark = {}, {}, nil, false, nil
   S.streamed = { text = 0, thinking = 0 }
-  local title = (session.title and session.title ~= "") and session.title or session.sessionId
+  local title = require("agentd.session").title_of(session)
   push({ kind = "note", text = string.format("# %s  (%s, %s)", title, session.model or "?",
     session.approvalMode or "?"), hl = "AgentdTitle" })
   if history and #history > 0 then
@@ -788,6 +826,100 @@ function M.on_review_resolved(r, params)
     what = string.format("%s (%d of %d hunks)", what, #params.hunks, #r.hunks)
   end
   push({ kind = "note", text = string.format("  ↳ review %s %s", r.id, what) })
+end
+
+--- The tool call whose line (or error lines) is at row (0-based) of the log, or nil.
+function M.tool_at(row)
+  for _, t in pairs(S.tools) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(S.log, M.ns, t.mark, {})
+    if pos and pos[1] and row >= pos[1] and row <= pos[1] + (t.extra or 0) then
+      return t.info
+    end
+  end
+  return nil
+end
+
+-- The lines of a tool call's details: what was called, the preview (diff or command), the full
+-- result.
+function M.details_lines(info)
+  local lines = { "# " .. vim.trim(tool_text(info)), "" }
+  local function section(title, text)
+    if text and vim.trim(text) ~= "" then
+      table.insert(lines, "## " .. title)
+      vim.list_extend(lines, util.split_lines((text:gsub("\n$", ""))))
+      table.insert(lines, "")
+    end
+  end
+  table.insert(lines, "tool: " .. (info.tool or "?") .. "  ·  status: " .. (info.status or "?")
+    .. "  ·  call " .. (info.callId or "?"))
+  table.insert(lines, "")
+  if info.arguments ~= nil and info.arguments ~= vim.NIL then
+    local ok, enc = pcall(vim.json.encode, info.arguments)
+    section("arguments", ok and enc or nil)
+  end
+  local p = info.preview
+  if type(p) == "table" then
+    if p.command then
+      local c = p.command
+      section("command", table.concat(c.argv or {}, " ") .. "\nin " .. (c.cwd or "?")
+        .. (c.sandbox and ("; sandbox: " .. c.sandbox) or "") .. (c.network and "; network ON" or ""))
+    end
+    section("diff", p.unifiedDiff)
+    if not p.command and not p.unifiedDiff then
+      section("preview", p.summary)
+    end
+  end
+  local r = info.result
+  if type(r) == "table" then
+    local head = "result: " .. (r.type or "?") .. (r.isError and " (error)" or "")
+    if r.elapsedMs and r.elapsedMs > 0 then
+      head = head .. string.format(" · %.1fs", r.elapsedMs / 1000)
+    end
+    if r.truncated then
+      head = head .. " · truncated by the daemon"
+    end
+    table.insert(lines, head)
+    table.insert(lines, "")
+    section("output", r.text ~= "" and r.text or "(no output)")
+    if r.details ~= nil and r.details ~= vim.NIL then
+      local ok, enc = pcall(vim.json.encode, r.details)
+      section("details", ok and enc or nil)
+    end
+  elseif info.progress and info.progress ~= "" then
+    section("output so far", info.progress)
+  end
+  return lines
+end
+
+--- Opens the details of the tool call under the cursor (in the chat log) in a float; q closes it.
+function M.show_details(info)
+  if not info then
+    if not valid_buf(S.log) or vim.api.nvim_get_current_buf() ~= S.log then
+      return false
+    end
+    info = M.tool_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+    if not info then
+      util.notify("no tool call on this line (⏎ or K on a tool line shows its result)")
+      return false
+    end
+  end
+  local b = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, M.details_lines(info))
+  compat.set_buf_option(b, "modifiable", false)
+  compat.set_buf_option(b, "bufhidden", "wipe")
+  compat.set_buf_option(b, "filetype", "markdown")
+  local W = math.max(40, math.floor(vim.o.columns * 0.8))
+  local Hh = math.max(5, math.floor((vim.o.lines - 2) * 0.8))
+  local w = vim.api.nvim_open_win(b, true, {
+    relative = "editor", row = math.floor((vim.o.lines - Hh) / 2) - 1, col = math.floor((vim.o.columns - W) / 2),
+    width = W, height = Hh, border = "rounded", style = "minimal",
+  })
+  compat.set_win_option(w, "wrap", true)
+  compat.set_win_option(w, "linebreak", true)
+  vim.keymap.set("n", "q", "<cmd>close<CR>", { buffer = b, nowait = true, silent = true, desc = "agentd: close" })
+  vim.keymap.set("n", "<Esc>", "<cmd>close<CR>", { buffer = b, nowait = true, silent = true, desc = "agentd: close" })
+  M.details_win, M.details_buf = w, b
+  return true
 end
 
 --- The log's text (tests).

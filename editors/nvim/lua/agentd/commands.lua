@@ -115,6 +115,18 @@ function M.reject(o)
   end
 end
 
+function M.undo()
+  require("agentd.review").undo()
+end
+
+function M.approve()
+  require("agentd.approval").answer_current("accept")
+end
+
+function M.deny()
+  require("agentd.approval").answer_current("reject")
+end
+
 function M.allow()
   require("agentd.review").allow_for_session()
 end

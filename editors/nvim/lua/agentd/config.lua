@@ -60,6 +60,10 @@ M.defaults = {
     reject_hunk = "<leader>ar",
     accept_file = "<leader>aA",
     reject_file = "<leader>aR",
+    undo = "<leader>au",
+    -- global: answer the waiting command/tool approval (run once / reject with a reason)
+    approve = "<leader>ay",
+    deny = "<leader>an",
   },
   -- Minimum level of vim.notify messages from the plugin (vim.log.levels.*).
   notify_level = vim.log.levels.INFO,

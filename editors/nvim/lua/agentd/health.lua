@@ -89,7 +89,8 @@ function M.check()
       h.warn("no model configured and no daemon default", { "set model in setup() or pick one with :AgentModel" })
     elseif found then
       local caps = found.capabilities or {}
-      h.ok(string.format("model %s is pulled (%s)", found.name, table.concat(caps, ", ")))
+      h.ok(string.format("model %s is pulled%s", found.name,
+        #caps > 0 and (" (" .. table.concat(caps, ", ") .. ")") or ""))
       if not vim.tbl_contains(caps, "tools") and #caps > 0 then
         h.warn("model " .. found.name .. " does not support tools: the agent cannot edit files with it",
           { "pick a model with tool support, e.g. qwen3:8b (:AgentModel)" })

@@ -17,6 +17,7 @@ local function define_highlights()
     AgentdSignAdd = "DiffAdd",
     AgentdSignDelete = "DiffDelete",
     AgentdHunkLabel = "Comment",
+    AgentdHint = "Comment",
     AgentdAccepted = "DiagnosticHint",
     AgentdRejected = "DiagnosticWarn",
     AgentdHeader = "Title",

@@ -9,6 +9,8 @@ local global = {
   { key = "prompt", mode = "n", plug = "<Plug>(agentd-prompt)", desc = "agentd: ask the agent" },
   { key = "prompt", mode = "x", plug = "<Plug>(agentd-prompt-selection)", desc = "agentd: ask about the selection" },
   { key = "cancel", mode = "n", plug = "<Plug>(agentd-cancel)", desc = "agentd: cancel the turn" },
+  { key = "approve", mode = "n", plug = "<Plug>(agentd-approve)", desc = "agentd: approve the waiting command" },
+  { key = "deny", mode = "n", plug = "<Plug>(agentd-deny)", desc = "agentd: deny the waiting command (with a reason)" },
 }
 
 function M.apply(keymaps)

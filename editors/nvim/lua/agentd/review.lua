@@ -19,6 +19,8 @@ local compat = require("agentd.compat")
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace("agentd_review")
+-- The key hint above each review's first hunk (its own namespace: M.marks lists only hunk marks).
+M.hint_ns = vim.api.nvim_create_namespace("agentd_review_hint")
 M.reviews = {} -- reviewId -> review state
 local order = {} -- reviewIds in arrival order
 local mapped = {} -- bufnr -> list of lhs we mapped buffer-locally
@@ -39,10 +41,11 @@ local function display_path(r)
   return (r.params.file and r.params.file.path) or r.params.label or r.id
 end
 
-function M.pending_count()
+--- Reviews waiting for a decision (of one session when session_id is given).
+function M.pending_count(session_id)
   local n = 0
   for _, r in pairs(M.reviews) do
-    if not r.sent then
+    if not r.sent and (session_id == nil or r.params.sessionId == session_id) then
       n = n + 1
     end
   end
@@ -82,13 +85,38 @@ local function keyhint(name)
   end))
 end
 
+--- The key hint of a review: every action and its key (also in :help agentd-review).
+function M.hint_text()
+  local parts = {}
+  local function add(name, what)
+    local k = keyhint(name)
+    if k then
+      table.insert(parts, k .. " " .. what)
+    end
+  end
+  local n, p = keyhint("next_hunk"), keyhint("prev_hunk")
+  if n and p then
+    table.insert(parts, n .. "/" .. p .. " next/prev")
+  end
+  add("accept_hunk", "accept")
+  add("reject_hunk", "reject")
+  add("reject_file", "reject the rest (reason)")
+  add("accept_file", "accept the rest")
+  add("undo", "undo")
+  if #parts == 0 then
+    return " agentd review: :AgentAccept[!] · :AgentReject[!] · :AgentUndo"
+  end
+  return " agentd review: " .. table.concat(parts, " · ")
+end
+
 local function label_for(r, h)
   local n = #r.hunks
   local s = string.format(" ◆ agentd %d/%d  +%d −%d", h.index, n, #(h.hunk.added or {}), #(h.hunk.removed or {}))
+  local u = keyhint("undo")
   if h.status == "accepted" then
-    s = s .. "  ✓ accepted" .. (r.sent and "" or " (decide the other hunks to apply)")
+    s = s .. "  ✓ accepted" .. (r.sent and "" or ((u and ("  " .. u .. " undo") or "") .. " (decide the other hunks to apply)"))
   elseif h.status == "rejected" then
-    s = s .. "  ✗ rejected"
+    s = s .. "  ✗ rejected" .. ((not r.sent and u) and ("  " .. u .. " undo") or "")
   else
     local a, j = keyhint("accept_hunk"), keyhint("reject_hunk")
     if a and j then
@@ -167,6 +195,26 @@ local function place_hunk(bufnr, r, h, width, tabstop)
     table.insert(marks, set(bufnr, M.ns, row, 0, opts))
   end
   h.anchor = marks[1]
+end
+
+-- The hint line above the review's first hunk (virtual, above its first row).
+local function place_hint(bufnr, r)
+  if r.hint_mark then
+    pcall(vim.api.nvim_buf_del_extmark, bufnr, M.hint_ns, r.hint_mark)
+    r.hint_mark = nil
+  end
+  local h = r.hunks[1]
+  if r.sent or r.diff_buf or not h or not h.anchor then
+    return
+  end
+  local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, M.ns, h.anchor, {})
+  if not pos or not pos[1] then
+    return
+  end
+  r.hint_mark = vim.api.nvim_buf_set_extmark(bufnr, M.hint_ns, pos[1], 0, {
+    virt_lines = { { { M.hint_text(), "AgentdHint" } } },
+    virt_lines_above = true,
+  })
 end
 
 -- Current row (0-based) of a hunk's first mark; for an insertion at the top, -1.
@@ -254,7 +302,8 @@ local function set_keymaps(bufnr)
   map("accept_hunk", "<Plug>(agentd-accept-hunk)", "agentd: accept hunk")
   map("reject_hunk", "<Plug>(agentd-reject-hunk)", "agentd: reject hunk")
   map("accept_file", "<Plug>(agentd-accept-file)", "agentd: accept all hunks of the file")
-  map("reject_file", "<Plug>(agentd-reject-file)", "agentd: reject all hunks of the file")
+  map("reject_file", "<Plug>(agentd-reject-file)", "agentd: reject the file's pending hunks (with a reason)")
+  map("undo", "<Plug>(agentd-undo)", "agentd: undo a hunk decision")
 end
 
 local function unset_keymaps(bufnr)
@@ -327,19 +376,28 @@ function M.place(r, bufnr, done)
     end
     r.max_slice_ms = math.max(r.max_slice_ms, util.hrtime_ms() - t0)
     r.place_cpu_ms = r.place_cpu_ms + (os.clock() - c0) * 1000
+    place_hint(bufnr, r)
     r.placed = true
     r.place_ms = util.hrtime_ms() - t_start
     M.last_place_ms = r.place_ms
     -- Virtual lines above the first line only show with topfill.
+    local fill = 0
     for _, h in ipairs(r.hunks) do
       if h.row < 0 and #(h.hunk.added or {}) > 0 then
-        for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
-          vim.api.nvim_win_call(win, function()
-            if vim.fn.line("w0") == 1 then
-              vim.fn.winrestview({ topfill = #h.hunk.added })
-            end
-          end)
-        end
+        fill = fill + #h.hunk.added
+      end
+    end
+    local first_row = r.hunks[1] and hunk_row(bufnr, r.hunks[1])
+    if first_row and first_row <= 0 then
+      fill = fill + 1 -- the hint line
+    end
+    if fill > 0 then
+      for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+        vim.api.nvim_win_call(win, function()
+          if vim.fn.line("w0") == 1 then
+            vim.fn.winrestview({ topfill = fill })
+          end
+        end)
       end
     end
     if done then
@@ -359,6 +417,7 @@ local function refresh(r)
       end
       place_hunk(r.bufnr, r, h, width, tabstop)
     end
+    place_hint(r.bufnr, r)
   end
 end
 
@@ -366,6 +425,10 @@ local function clear(r)
   if r.bufnr and vim.api.nvim_buf_is_valid(r.bufnr) then
     for _, h in ipairs(r.hunks) do
       del_marks(r.bufnr, h)
+    end
+    if r.hint_mark then
+      pcall(vim.api.nvim_buf_del_extmark, r.bufnr, M.hint_ns, r.hint_mark)
+      r.hint_mark = nil
     end
   end
   M.reviews[r.id] = nil
@@ -600,7 +663,7 @@ local function maybe_submit(r)
     ask_reason(function(reason)
       if reason == false then
         for _, h in ipairs(r.hunks) do
-          h.status = "pending"
+          h.status, h.seq = "pending", nil
         end
         refresh(r)
         return
@@ -652,10 +715,131 @@ local function cursor()
   return vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1] - 1
 end
 
+local decided_seq = 0 -- order of hunk decisions, for undo
+
+local function set_status(h, status)
+  h.status = status
+  if status == "pending" then
+    h.seq = nil
+  else
+    decided_seq = decided_seq + 1
+    h.seq = decided_seq
+  end
+end
+
+-- Hunks still pending in the reviews of a buffer, as {row, top, added, r, h}, sorted by row.
+local function pending_rows(bufnr)
+  local rows = {}
+  for _, r in ipairs(M.reviews_in(bufnr)) do
+    for _, h in ipairs(r.hunks) do
+      if h.status == "pending" then
+        local row = r.diff_buf and 0 or hunk_row(bufnr, h)
+        table.insert(rows, { row = math.max(row, 0), top = row < 0, added = #(h.hunk.added or {}), r = r, h = h })
+      end
+    end
+  end
+  table.sort(rows, function(a, b)
+    return a.row < b.row
+  end)
+  return rows
+end
+
+local function jump(target)
+  vim.cmd("normal! m'")
+  vim.api.nvim_win_set_cursor(0, { target.row + 1, 0 })
+  if target.top then
+    vim.fn.winrestview({ topfill = target.added + 1 })
+  end
+end
+
+-- Shows review r's buffer in the current window (or its window), placing it when needed; then
+-- done(bufnr) once its marks are placed.
+local function open_review(r, done)
+  if r.diff_buf and vim.api.nvim_buf_is_valid(r.diff_buf) then
+    local wins = vim.fn.win_findbuf(r.diff_buf)
+    if #wins > 0 then
+      vim.api.nvim_set_current_win(wins[1])
+    else
+      vim.cmd("belowright split")
+      vim.api.nvim_win_set_buf(0, r.diff_buf)
+    end
+    return done(r.diff_buf)
+  end
+  if not r.bufnr then
+    vim.cmd("edit " .. vim.fn.fnameescape(path_of(r)))
+    if not r.bufnr then
+      M.place(r, vim.api.nvim_get_current_buf(), function()
+        done(r.bufnr)
+      end)
+      return
+    end
+  else
+    local wins = vim.fn.win_findbuf(r.bufnr)
+    if #wins > 0 then
+      vim.api.nvim_set_current_win(wins[1])
+    else
+      vim.api.nvim_win_set_buf(0, r.bufnr)
+    end
+  end
+  if r.placed or r.diff_buf then
+    done(r.bufnr)
+  else
+    -- placement under way (time-sliced): wait for it
+    local function poll()
+      if M.reviews[r.id] ~= r then
+        return
+      end
+      if r.placed then
+        return done(r.bufnr)
+      end
+      vim.schedule(poll)
+    end
+    poll()
+  end
+end
+
+--- After a decision: moves the cursor to the next pending hunk, in this buffer (after the
+--- cursor, wrapping), else in the next file with a pending review. Returns true when it moved.
+function M.advance()
+  local bufnr, row = cursor()
+  local rows = pending_rows(bufnr)
+  if #rows > 0 then
+    for _, t in ipairs(rows) do
+      if t.row > row then
+        jump(t)
+        return true
+      end
+    end
+    jump(rows[1])
+    return true
+  end
+  for _, id in ipairs(order) do
+    local r = M.reviews[id]
+    if r and not r.sent and r.params.kind == "edit" and r.bufnr ~= bufnr then
+      local pending = false
+      for _, h in ipairs(r.hunks) do
+        pending = pending or h.status == "pending"
+      end
+      if pending then
+        open_review(r, function(b)
+          local prs = pending_rows(b)
+          if prs[1] and vim.api.nvim_get_current_buf() == b then
+            jump(prs[1])
+          end
+        end)
+        util.notify("next review: " .. display_path(r))
+        return true
+      end
+    end
+  end
+  return false
+end
+
 local function set_hunks(status, line1, line2)
   local bufnr, row = cursor()
   local targets = {}
-  if line1 and line2 and line1 ~= line2 then
+  local ranged = line1 and line2 and line1 ~= line2
+  if ranged then
     for _, r in ipairs(M.reviews_in(bufnr)) do
       for _, h in ipairs(r.hunks) do
         local s, e = hunk_span(bufnr, h)
@@ -684,11 +868,14 @@ local function set_hunks(status, line1, line2)
   end
   local touched = {}
   for _, t in ipairs(targets) do
-    t[2].status = status
+    set_status(t[2], status)
     touched[t[1].id] = t[1]
   end
   for _, r in pairs(touched) do
     maybe_submit(r)
+  end
+  if not ranged then
+    M.advance()
   end
 end
 
@@ -700,6 +887,27 @@ function M.reject_hunk(line1, line2)
   set_hunks("rejected", line1, line2)
 end
 
+-- The decision for a review whose pending hunks all get status; reason goes with it. Hunks the
+-- user decided before keep their decision: a partial accept lists the accepted ones.
+local function settle_rest(r, status, reason)
+  local accepted = {}
+  for _, h in ipairs(r.hunks) do
+    if h.status == "pending" then
+      set_status(h, status)
+    end
+    if h.status == "accepted" then
+      table.insert(accepted, h.id)
+    end
+  end
+  if #accepted == #r.hunks then
+    return { type = protocol.decision.accept }
+  elseif #accepted > 0 then
+    return { type = protocol.decision.accept, hunks = accepted, reason = reason }
+  end
+  return { type = protocol.decision.reject, reason = reason }
+end
+
+--- Accepts the hunks of the buffer's reviews still pending (hunks rejected before stay rejected).
 function M.accept_file()
   local bufnr = vim.api.nvim_get_current_buf()
   local rs = M.reviews_in(bufnr)
@@ -707,13 +915,13 @@ function M.accept_file()
     return require("agentd.approval").answer_current("accept")
   end
   for _, r in ipairs(rs) do
-    for _, h in ipairs(r.hunks) do
-      h.status = "accepted"
-    end
-    M.decide(r, { type = protocol.decision.accept })
+    M.decide(r, settle_rest(r, "accepted"))
   end
+  M.advance()
 end
 
+--- Rejects the hunks of the buffer's reviews still pending, asking for a reason (hunks accepted
+--- before are applied: the decision is a partial accept carrying the reason).
 function M.reject_file()
   local bufnr = vim.api.nvim_get_current_buf()
   local rs = M.reviews_in(bufnr)
@@ -725,12 +933,49 @@ function M.reject_file()
       return
     end
     for _, r in ipairs(rs) do
-      for _, h in ipairs(r.hunks) do
-        h.status = "rejected"
+      if not r.sent and M.reviews[r.id] == r then
+        M.decide(r, settle_rest(r, "rejected", reason))
       end
-      M.decide(r, { type = protocol.decision.reject, reason = reason })
     end
+    M.advance()
   end)
+end
+
+--- Undoes a hunk decision not sent yet: the hunk under the cursor, else the last one decided in
+--- this buffer. A review whose every hunk is decided is sent at once: it is settled.
+function M.undo()
+  local bufnr, row = cursor()
+  local target, target_r
+  for _, r in ipairs(M.reviews_in(bufnr)) do
+    for _, h in ipairs(r.hunks) do
+      if h.status ~= "pending" then
+        local s, e = hunk_span(bufnr, h)
+        if not r.diff_buf and row >= s and row <= e then
+          target, target_r = h, r
+          break
+        end
+        if not target or (h.seq or 0) > (target.seq or 0) then
+          target, target_r = h, r
+        end
+      end
+    end
+  end
+  if not target then
+    local settled = false
+    for _, r in pairs(M.reviews) do
+      settled = settled or (r.bufnr == bufnr and r.sent)
+    end
+    util.notify(settled and "the decision for this file is already sent: it is settled (:AgentRevert undoes a turn)"
+      or "no hunk decision to undo in this buffer")
+    return
+  end
+  set_status(target, "pending")
+  refresh(target_r)
+  if not target_r.diff_buf then
+    local r0 = hunk_row(bufnr, target)
+    jump({ row = math.max(r0, 0), top = r0 < 0, added = #(target.hunk.added or {}) })
+  end
+  util.notify(string.format("hunk %d/%d is pending again", target.index, #target_r.hunks))
 end
 
 --- Accept for the session with one of the review's scopes (picked with vim.ui.select).
@@ -743,22 +988,28 @@ function M.allow_for_session()
   if not r then
     return require("agentd.approval").answer_current("session")
   end
-  local scopes = r.params.scopes or {}
+  local scopes = require("agentd.approval").scopes(r)
   if #scopes == 0 then
     util.notify("this review offers no session scope")
     return
   end
   vim.ui.select(scopes, {
     prompt = "Allow for this session",
-    format_item = function(s)
-      return s.label or s.kind
+    format_item = function(c)
+      return c.label
     end,
-  }, function(scope)
-    if scope then
-      local sc = vim.deepcopy(scope)
-      sc.label = nil
-      M.decide(r, { type = protocol.decision.accept_for_session, scope = sc })
+  }, function(c)
+    if not c then
+      return
     end
+    if not c.confirm then
+      return M.decide(r, c.decision)
+    end
+    vim.ui.select({ "no", "yes" }, { prompt = c.confirm, kind = "agentd.confirm" }, function(yes)
+      if yes == "yes" and M.reviews[r.id] == r then
+        M.decide(r, c.decision)
+      end
+    end)
   end)
 end
 
@@ -778,14 +1029,6 @@ local function hunk_rows(bufnr)
     return a.row < b.row
   end)
   return rows
-end
-
-local function jump(target)
-  vim.cmd("normal! m'")
-  vim.api.nvim_win_set_cursor(0, { target.row + 1, 0 })
-  if target.top then
-    vim.fn.winrestview({ topfill = target.added })
-  end
 end
 
 function M.next_hunk()

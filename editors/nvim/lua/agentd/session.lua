@@ -15,6 +15,7 @@ M.progress = nil -- latest $/progress value ({title, message, percentage})
 M.ended = {} -- "sessionId/turnId" of turns that ended (a prompt's reply may come after the end)
 M.turns_ended = 0 -- count of turnCompleted/turnFailed seen (tests wait on it)
 M.usage = nil -- latest usage of the current session
+M.first_prompts = {} -- sessionId -> first prompt sent from this editor (title when the daemon has none)
 local listeners = {}
 
 local function chat()
@@ -44,13 +45,22 @@ local function set_current(info)
   changed("session")
 end
 
---- cb(session) with the current session, creating one if there is none.
-function M.ensure(cb)
+--- The title for a session started by a prompt: its first line, at most 60 characters.
+function M.prompt_title(text)
+  local line = vim.trim((util.split_lines(vim.trim(text or ""))[1]) or "")
+  if vim.fn.strchars(line) > 60 then
+    line = vim.fn.strcharpart(line, 0, 59) .. "…"
+  end
+  return line
+end
+
+--- cb(session) with the current session, creating one if there is none (titled title).
+function M.ensure(cb, title)
   if M.current then
     cb(M.current)
     return
   end
-  M.new(nil, cb)
+  M.new(title, cb)
 end
 
 function M.new(title, cb)
@@ -84,6 +94,10 @@ function M.attach(session_id, cb)
       return
     end
     local previous = M.current
+    local h1 = (result.history or {})[1]
+    if h1 and h1.type == "user" and not M.first_prompts[session_id] then
+      M.first_prompts[session_id] = h1.text
+    end
     set_current(result.session)
     if result.session.running then
       M.running[session_id] = M.running[session_id] or "?"
@@ -101,8 +115,20 @@ function M.attach(session_id, cb)
   end)
 end
 
+--- A session's title: the daemon's, else the first line of its first prompt, else its id.
+function M.title_of(s)
+  if s.title and s.title ~= "" then
+    return s.title
+  end
+  local first = M.first_prompts[s.sessionId or ""]
+  if type(first) == "string" and vim.trim(first) ~= "" then
+    return M.prompt_title(first)
+  end
+  return s.sessionId or "(untitled)"
+end
+
 local function fmt_session(s)
-  local title = (s.title and s.title ~= "") and s.title or "(untitled)"
+  local title = M.title_of(s)
   local when = (s.updatedAt or ""):gsub("T", " "):gsub("Z$", ""):sub(1, 16)
   local flags = {}
   if s.running then
@@ -150,6 +176,11 @@ function M.prompt(text, context)
   end
   M.ensure(function(s)
     local method = M.is_running(s.sessionId) and protocol.request.session_steer or protocol.request.session_prompt
+    if (not s.title or s.title == "") and not M.first_prompts[s.sessionId] then
+      M.first_prompts[s.sessionId] = text
+      s.title = M.prompt_title(text)
+      changed("session")
+    end
     local params = { sessionId = s.sessionId, text = text }
     if method == protocol.request.session_prompt and context and #context > 0 then
       params.context = context
@@ -179,7 +210,7 @@ function M.prompt(text, context)
         changed("turn")
       end
     end)
-  end)
+  end, M.prompt_title(text))
 end
 
 function M.cancel()
@@ -211,16 +242,29 @@ local function reload(paths)
   end
 end
 
+--- Restores the files a turn changed (the last turn without turn_id), after a yes/no question.
 function M.revert(turn_id)
   local s = M.current
   if not s then
     util.notify("no session")
     return
   end
+  turn_id = (turn_id and turn_id ~= "") and turn_id or nil
+  local prompt = string.format("Restore the files %s changed? (files you changed since are skipped)",
+    turn_id and ("turn " .. turn_id) or "the last turn")
+  vim.ui.select({ "no", "yes" }, { prompt = prompt, kind = "agentd.confirm" }, function(answer)
+    if answer == "yes" then
+      M.do_revert(s, turn_id)
+    end
+  end)
+end
+
+function M.do_revert(s, turn_id)
   client.request(protocol.request.session_revert,
-    { sessionId = s.sessionId, turnId = (turn_id and turn_id ~= "") and turn_id or nil }, function(err, result)
+    { sessionId = s.sessionId, turnId = turn_id }, function(err, result)
       if err then
-        util.error("session/revert failed: " .. util.err_text(err))
+        -- the daemon's message says what and why; the JSON-RPC code means nothing to a user
+        util.error("revert: " .. ((type(err) == "table" and err.message) or util.err_text(err)))
         return
       end
       local msg = string.format("reverted turn %s: %d file%s restored", result.turnId or "?",
@@ -235,6 +279,7 @@ function M.revert(turn_id)
       end
       util.notify(msg, level)
       reload(result.restored)
+      -- the chat keeps a line (not a second message)
       chat().note("↶ " .. msg:gsub("\n.*", ""))
     end)
 end
@@ -466,8 +511,13 @@ function M.status()
     return ""
   end
   local parts = { "agentd" }
-  local reviews = require("agentd.review").pending_count()
-  if M.is_running() then
+  local review = require("agentd.review")
+  local reviews = review.pending_count()
+  local waiting = M.current and review.pending_count(M.current.sessionId) > 0
+  if M.is_running() and waiting then
+    -- the turn waits on the user, whatever the last progress said ("Thinking…")
+    table.insert(parts, "⏸ waiting for your review")
+  elseif M.is_running() then
     local p = M.progress
     table.insert(parts, "⏵ " .. ((p and (p.message or p.title)) or "working"))
   elseif M.current then

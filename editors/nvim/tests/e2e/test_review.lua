@@ -127,10 +127,9 @@ H.test("accept one hunk, reject the other: buffer and disk hold exactly the acce
   H.need_daemon()
   vim.cmd("normal! gg")
   vim.cmd("normal ]h") -- buffer-local mapping -> first hunk
-  vim.cmd("normal \\aa") -- <leader>aa accepts it
+  vim.cmd("normal \\aa") -- <leader>aa accepts it, and the cursor moves to the next pending hunk
   H.eq(H.read_file(path), ORIGINAL, "nothing written before every hunk is decided")
-  vim.cmd("normal ]h")
-  H.eq(vim.api.nvim_win_get_cursor(0)[1], 16, "second hunk")
+  H.eq(vim.api.nvim_win_get_cursor(0)[1], 16, "on the second hunk")
   vim.cmd("AgentReject")
   H.wait(function()
     return H.read_file(path) == ACCEPTED
@@ -203,6 +202,7 @@ H.test(":AgentRevert restores the file a turn changed and reloads the buffer", f
   H.need_daemon()
   vim.cmd("silent edit!") -- drop the unsaved changes of the previous test: buffer = disk = ACCEPTED
   H.eq(buf_text(), ACCEPTED, "buffer back to the file")
+  local asked = H.stub_select(H.pick("yes"))
   vim.cmd("AgentRevert " .. first_turn)
   H.wait(function()
     return H.read_file(path) == ORIGINAL
@@ -211,6 +211,7 @@ H.test(":AgentRevert restores the file a turn changed and reloads the buffer", f
     return buf_text() == ORIGINAL
   end, 5000, "the clean buffer reloaded")
   H.ok(H.notified("restored", vim.log.levels.INFO) or H.notified("restored", vim.log.levels.WARN), "told")
+  H.eq(#asked, 1, "asked for confirmation first")
 end)
 
 H.done()

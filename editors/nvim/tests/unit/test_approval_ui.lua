@@ -42,7 +42,8 @@ H.test("the handler does not ask synchronously; the question comes on the next l
   H.contains(calls[1].opts.prompt, "ask mode", "shows why")
   local labels = vim.tbl_map(calls[1].opts.format_item, calls[1].items)
   H.eq(labels, { "Run once", "Allow for this session: commands starting with `go test`",
-    "Allow for this session: all commands in this session", "Reject (tell the agent why)", "Cancel the turn" })
+    "Allow for this session: all commands in this session (asks to confirm)", "Reject (tell the agent why)",
+    "Cancel the turn" })
   H.eq(sent[1].params, { reviewId = "r-1", decision = { type = "accept" } })
   review.on_resolved(nil, { reviewId = "r-1", sessionId = "s-1", outcome = "accepted", by = "editor" })
 end)
@@ -139,6 +140,83 @@ H.test("document/save writes the buffer and answers synchronously", function()
   H.eq(client.on_document_save(nil, { uri = vim.uri_from_fname(dir .. "/missing.txt") }), { saved = false },
     "unknown document")
   H.eq(vim.fn.bufnr(dir .. "/missing.txt"), -1, "no buffer created for it")
+end)
+
+H.test("session scopes come narrowest first; a whole-tool grant asks to confirm (no: asked again)", function()
+  sent = {}
+  local p = cmd_review("r-30")
+  p.label = "go vet ./... && go test ./..."
+  p.command.argv = { "bash", "-c", "go vet ./... && go test ./..." }
+  -- the daemon's order, broadest first, must not decide the editor's order
+  p.scopes = {
+    { kind = "tool", tool = "bash", label = "all bash calls in this session" },
+    { kind = "command", commandPrefix = { "go" }, label = "commands starting with `go`" },
+    { kind = "command", commandPrefix = { "go", "test" }, label = "commands starting with `go test`" },
+  }
+  local answers = { "all bash calls", "no", "Run once" }
+  local calls = H.stub_select(function(items, o)
+    local want = table.remove(answers, 1)
+    return H.pick(want)(items, o)
+  end)
+  review.on_requested(nil, p)
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  local labels = vim.tbl_map(calls[1].opts.format_item, calls[1].items)
+  H.eq(labels, { "Run once", "Allow for this session: commands starting with `go test`",
+    "Allow for this session: commands starting with `go`",
+    "Allow for this session: all bash calls in this session (asks to confirm)",
+    "Reject (tell the agent why)", "Cancel the turn" }, "narrowest first, the whole tool last")
+  H.eq(calls[2].items, { "no", "yes" }, "a second question, 'no' first")
+  H.eq(calls[2].opts.prompt, "Allow every bash call for this session?")
+  H.eq(#calls, 3, "'no' asks the first question again")
+  H.eq(sent[1].params.decision, { type = "accept" }, "no grant was sent")
+  review.on_resolved(nil, { reviewId = "r-30", sessionId = "s-1", outcome = "accepted", by = "editor" })
+end)
+
+H.test("a confirmed whole-tool grant is sent", function()
+  sent = {}
+  local p = cmd_review("r-31")
+  p.scopes = { { kind = "tool", tool = "bash", label = "all bash calls in this session" } }
+  local answers = { "all bash calls", "yes" }
+  H.stub_select(function(items, o)
+    return H.pick(table.remove(answers, 1))(items, o)
+  end)
+  review.on_requested(nil, p)
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params.decision, { type = "acceptForSession", scope = { kind = "tool", tool = "bash" } })
+  review.on_resolved(nil, { reviewId = "r-31", sessionId = "s-1", outcome = "accepted", by = "editor" })
+end)
+
+H.test("<leader>ay approves and <leader>an denies the waiting command without the picker", function()
+  sent = {}
+  H.stub_select(function()
+    return nil -- the user dismisses the picker
+  end)
+  review.on_requested(nil, cmd_review("r-32"))
+  H.wait(function()
+    return H.notified("still waiting for your answer")
+  end, 2000, "the dismissed question")
+  vim.cmd("normal \\ay")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params, { reviewId = "r-32", decision = { type = "accept" } })
+  review.on_resolved(nil, { reviewId = "r-32", sessionId = "s-1", outcome = "accepted", by = "editor" })
+  sent = {}
+  review.on_requested(nil, cmd_review("r-33"))
+  H.wait(function()
+    return approval.pending() == 1 and H.drain() == nil
+  end, 2000, "the second question dismissed")
+  H.stub_input("not now")
+  vim.cmd("normal \\an")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params.decision, { type = "reject", reason = "not now" })
+  review.on_resolved(nil, { reviewId = "r-33", sessionId = "s-1", outcome = "rejected", by = "editor" })
 end)
 
 H.done()

@@ -254,10 +254,11 @@ H.test("a pure insertion at the top shows above the first line", function()
   H.eq(m[2][2], 29, "end insertion below the last line")
   vim.api.nvim_win_set_cursor(0, { 1, 0 })
   vim.cmd("normal! gg")
-  vim.fn.winrestview({ topfill = 2 })
+  vim.fn.winrestview({ topfill = 3 })
   local screen = H.screen()
   H.contains(screen[1], "// header 1", "first screen line is the proposed header")
-  H.contains(screen[3], "line 1", "then the real first line")
+  H.contains(screen[3], "agentd review:", "then the key hint")
+  H.contains(screen[4], "line 1", "then the real first line")
   vim.cmd("AgentAccept!")
   H.wait(function()
     return #sent == 1
@@ -357,6 +358,146 @@ H.test(":AgentAllow accepts for the session with a scope (label stripped)", func
   H.eq(sent[1].params.decision, { type = "acceptForSession", scope = { kind = "path", pathPrefix = "cart.go" } })
   review.on_resolved(nil, { reviewId = "r-12", sessionId = "s-1", outcome = "accepted", by = "editor" })
   unchanged()
+end)
+
+-- Issue 13: accepted hunks are never dropped; a keyboard flow; undo until the file is settled.
+local function label_of(hunk_index)
+  local n = 0
+  for _, mk in ipairs(marks()) do
+    if mk[4].virt_text then
+      n = n + 1
+      if n == hunk_index then
+        return mk[4].virt_text[1][1]
+      end
+    end
+  end
+end
+
+local function cur_row()
+  return vim.api.nvim_win_get_cursor(0)[1]
+end
+
+H.test("<leader>aa moves to the next pending hunk; <leader>aR rejects the rest with a reason and keeps the accepted hunk", function()
+  vim.cmd("buffer " .. buf)
+  sent = {}
+  review.on_requested(nil, params("r-20", two))
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("normal \\aa")
+  H.eq(cur_row(), 10, "cursor on the next pending hunk")
+  H.eq(#sent, 0, "nothing sent while a hunk is pending")
+  local inputs = H.stub_input("keep indented 10 as it is")
+  vim.cmd("normal \\aR")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(#inputs, 1, "reason asked")
+  H.eq(sent[1].params, { reviewId = "r-20", decision = { type = "accept", hunks = { "hA" },
+    reason = "keep indented 10 as it is" } }, "a partial accept of the accepted hunk, with the reason")
+  review.on_resolved(nil, { reviewId = "r-20", sessionId = "s-1", outcome = "accepted", by = "editor", hunks = { "hA" } })
+  unchanged()
+end)
+
+H.test("<leader>aA accepts the rest; a hunk rejected before stays rejected", function()
+  sent = {}
+  review.on_requested(nil, params("r-21", two))
+  vim.api.nvim_win_set_cursor(0, { 10, 0 })
+  vim.cmd("normal \\ar")
+  H.eq(cur_row(), 5, "wrapped to the pending hunk above")
+  vim.cmd("normal \\aA")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params.decision, { type = "accept", hunks = { "hA" } })
+  review.on_resolved(nil, { reviewId = "r-21", sessionId = "s-1", outcome = "accepted", by = "editor", hunks = { "hA" } })
+end)
+
+H.test("<leader>au undoes a hunk decision until the file is settled", function()
+  sent = {}
+  review.on_requested(nil, params("r-22", two))
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("normal \\aa")
+  H.contains(label_of(1), "✓ accepted", "hunk 1 accepted")
+  H.eq(cur_row(), 10, "moved on")
+  vim.cmd("normal \\au")
+  H.eq(cur_row(), 5, "back on the undone hunk")
+  H.ok(not label_of(1):find("accepted", 1, true), "hunk 1 pending again: " .. label_of(1))
+  H.eq(#sent, 0, "nothing sent")
+  vim.cmd("normal \\ar")
+  H.eq(cur_row(), 10, "moved on")
+  vim.cmd("normal \\aa")
+  H.wait(function()
+    return #sent == 1
+  end, 2000, "review/decide")
+  H.eq(sent[1].params.decision, { type = "accept", hunks = { "hB" } }, "the undone decision was replaced")
+  vim.cmd("normal \\au")
+  H.ok(H.notified("already sent"), "a sent decision cannot be undone, and the user is told")
+  review.on_resolved(nil, { reviewId = "r-22", sessionId = "s-1", outcome = "accepted", by = "editor", hunks = { "hB" } })
+  unchanged()
+end)
+
+H.test("after a file's last hunk the cursor goes to the next file's pending hunk", function()
+  sent = {}
+  local other = dir .. "/next.txt"
+  H.write_file(other, "a\nb\nc\nd\n")
+  review.on_requested(nil, params("r-23", { two[1] }))
+  local p = params("r-24", { { id = "hN", oldStart = 3, oldLines = 1, newStart = 3, newLines = 1, removed = { "c" }, added = { "C" } } })
+  p.file.uri = vim.uri_from_fname(other)
+  p.file.path = "next.txt"
+  review.on_requested(nil, p)
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.cmd("normal \\aa")
+  H.wait(function()
+    return vim.api.nvim_buf_get_name(0) == other and cur_row() == 3
+  end, 2000, "the cursor on next.txt's hunk (line 3)")
+  H.eq(sent[1].params, { reviewId = "r-23", decision = { type = "accept" } })
+  vim.cmd("normal \\ar")
+  H.wait(function()
+    return #sent == 2
+  end, 2000, "next.txt's decision")
+  review.on_resolved(nil, { reviewId = "r-23", sessionId = "s-1", outcome = "accepted", by = "editor" })
+  review.on_resolved(nil, { reviewId = "r-24", sessionId = "s-1", outcome = "rejected", by = "editor" })
+  vim.cmd("buffer " .. buf)
+  unchanged()
+end)
+
+H.test("the keys are shown in a hint line above the review and in :help agentd", function()
+  review.on_requested(nil, params("r-25", two))
+  local hints = vim.api.nvim_buf_get_extmarks(buf, review.hint_ns, 0, -1, { details = true })
+  H.eq(#hints, 1, "one hint per review")
+  H.eq(hints[1][2], 4, "above the first hunk")
+  local text = hints[1][4].virt_lines[1][1][1]
+  for _, want in ipairs({ "]h/[h next/prev", "\\aa accept", "\\ar reject", "\\aR reject the rest (reason)",
+    "\\aA accept the rest", "\\au undo" }) do
+    H.contains(text, want, "hint")
+  end
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  H.contains(H.screen(), "agentd review: ]h/[h next/prev", "hint on the screen")
+  local help = H.read_file(H.plugin_dir .. "/doc/agentd.txt")
+  for _, key in ipairs({ "<leader>aa", "<leader>ar", "<leader>aR", "<leader>aA", "<leader>au", "<leader>ay",
+    "<leader>an", "]h", "[h" }) do
+    H.ok(help:find(key, 1, true), ":help agentd lists " .. key)
+  end
+  review.on_resolved(nil, { reviewId = "r-25", sessionId = "s-1", outcome = "rejected", by = "turnEnded" })
+  H.eq(#vim.api.nvim_buf_get_extmarks(buf, review.hint_ns, 0, -1, {}), 0, "hint cleared")
+end)
+
+H.test("the status says 'waiting for your review' while a review of the running turn is pending", function()
+  local session = require("agentd.session")
+  local is_running = client.is_running
+  client.is_running = function()
+    return true
+  end
+  session.current = { sessionId = "s-1", title = "" }
+  session.running["s-1"] = "t1"
+  session.progress = { message = "Thinking…" }
+  H.contains(session.status(), "Thinking…", "before the review")
+  review.on_requested(nil, params("r-26", two))
+  H.contains(session.status(), "waiting for your review", "while it waits")
+  H.ok(not session.status():find("Thinking", 1, true), "not 'Thinking…': " .. session.status())
+  review.on_resolved(nil, { reviewId = "r-26", sessionId = "s-1", outcome = "rejected", by = "turnEnded" })
+  H.contains(session.status(), "Thinking…", "after it")
+  client.is_running = is_running
+  session.current, session.running["s-1"], session.progress = nil, nil, nil
 end)
 
 H.test("an already settled review (-32804) is cleared without an error", function()
