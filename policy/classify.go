@@ -114,7 +114,8 @@ type Command struct {
 	// Rule is the strictest rule that matched this command, nil if none.
 	Rule *Rule
 
-	dyn []bool // dyn[i]: Argv[i] is not static
+	dyn     []bool   // dyn[i]: Argv[i] is not static
+	sockets []string // named by the `socket` lines of the rules that match (Rules.apply)
 }
 
 // Issue is a reason for a class that is not tied to one simple command.
@@ -197,6 +198,40 @@ func (cl *Classification) allowedBy(ok func(*Command) bool) bool {
 		}
 	}
 	return true
+}
+
+// UnixSockets returns the host Unix sockets the command may connect to: those named by the
+// `socket` lines of the allow and ask rules matching its commands, when every command that is not
+// read-only is clean and matched by rules naming the socket (a forbidden command gets none). A
+// command line mixing a docker command with anything else that is not read-only gets none: the
+// sandbox can only open unix sockets for the whole command line.
+func (cl *Classification) UnixSockets() []string {
+	if cl.ParseError != nil || len(cl.Issues) > 0 || cl.Class == Forbidden {
+		return nil
+	}
+	var out []string
+	first := true
+	for i := range cl.Commands {
+		c := &cl.Commands[i]
+		if len(c.sockets) == 0 {
+			if c.Class == ReadOnly {
+				continue
+			}
+			return nil
+		}
+		if !c.Clean || (c.Rule != nil && c.Rule.Action == ActionForbid) {
+			return nil
+		}
+		if first {
+			out, first = slices.Clone(c.sockets), false
+			continue
+		}
+		out = slices.DeleteFunc(out, func(s string) bool { return !slices.Contains(c.sockets, s) })
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // maxSource bounds the command length the classifier parses; longer commands are Unknown.

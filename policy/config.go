@@ -36,13 +36,14 @@ type Config struct {
 	// Files lists the config files that were read, in order.
 	Files []string
 	// Settings are the daemon settings of the user config (model, ollama-host, context-length,
-	// think, review-timeout, keep-alive), by keyword. A workspace config cannot set them: it could point
+	// think, review-timeout, keep-alive, command-memory, command-pids), by keyword. A workspace config cannot set them: it could point
 	// agentd at another model server.
 	Settings map[string]string
 }
 
 // SettingKeys are the daemon settings a user config may hold, one per line: `model qwen3:8b`.
-var SettingKeys = []string{"model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive"}
+var SettingKeys = []string{"model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive",
+	"command-memory", "command-pids"}
 
 // Locations are where agentd keeps the user's configuration and state, outside any workspace.
 type Locations struct {
@@ -196,6 +197,10 @@ func (cfg *Config) loadWorkspace(loc Locations, workspace string) (*Rules, error
 			cfg.warn("%s: rule `%s` ignored: workspace config cannot add allow rules", r.Source, r.String())
 			continue
 		}
+		if len(r.Sockets) > 0 {
+			cfg.warn("%s: socket lines of rule `%s` ignored: only the user config can open unix sockets", r.Source, r.String())
+			r.Sockets = nil
+		}
 		kept = append(kept, r)
 	}
 	cfg.Protect = append(cfg.Protect, f.protect...)
@@ -310,6 +315,17 @@ func parseFile(name string, data []byte, config bool) (*fileContents, error) {
 			}
 			rules = append(rules, Rule{Action: action, Prefix: words, Source: src})
 			cur = len(rules) - 1
+		case "socket":
+			if cur < 0 || rules[cur].Action == ActionForbid {
+				fail(src, "%q must follow an allow or ask rule line", kw)
+				continue
+			}
+			words, err := parseWords(rest)
+			if err != nil || len(words) != 1 || !filepath.IsAbs(words[0]) || filepath.Clean(words[0]) == "/" {
+				fail(src, "%q takes one absolute path (socket /run/docker.sock)", kw)
+				continue
+			}
+			rules[cur].Sockets = append(rules[cur].Sockets, filepath.Clean(words[0]))
 		case "example", "not", "reason":
 			if cur < 0 {
 				fail(src, "%q must follow a rule line (allow, ask or forbid)", kw)
@@ -371,7 +387,8 @@ func parseFile(name string, data []byte, config bool) (*fileContents, error) {
 					f.sensitive = append(f.sensitive, v)
 				}
 			}
-		case "model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive":
+		case "model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive",
+			"command-memory", "command-pids":
 			if !config {
 				fail(src, "%s is a config setting, not a rule", kw)
 				continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -62,6 +63,10 @@ type Rule struct {
 	Not      []string
 	// Reason is shown to the user when the rule decides.
 	Reason string
+	// Sockets are host Unix sockets (absolute paths) that commands this rule decides may
+	// connect to (`socket /run/docker.sock` under an allow or ask rule); see
+	// Classification.UnixSockets. Only the user's config can name them.
+	Sockets []string
 	// Source says where the rule comes from ("built-in:12", "/home/u/.config/agentd/config:3").
 	Source string
 }
@@ -260,11 +265,19 @@ func (rs *Rules) apply(cl *Classification) {
 	cl.Rule, cl.RuleAllowed = nil, false
 	for i := range cl.Commands {
 		c := &cl.Commands[i]
-		c.Rule = nil
+		c.Rule, c.sockets = nil, nil
 		if rs != nil {
 			for _, r := range rs.list {
-				if r.matches(c) && (c.Rule == nil || r.Action > c.Rule.Action) {
+				if !r.matches(c) {
+					continue
+				}
+				if c.Rule == nil || r.Action > c.Rule.Action {
 					c.Rule = r
+				}
+				for _, s := range r.Sockets {
+					if !slices.Contains(c.sockets, s) {
+						c.sockets = append(c.sockets, s)
+					}
 				}
 			}
 		}

@@ -51,6 +51,15 @@ type Approval struct {
 	Hunks []string
 	// Note is free text from the approver, passed on to the model in the result.
 	Note string
+	// UnixSockets are the host Unix sockets (absolute paths) a command may connect to: named by
+	// `socket` lines of the user's rules that decided it (policy.Classification.UnixSockets).
+	// Only the bash tool reads it; nil: none, socket(AF_UNIX) stays denied.
+	UnixSockets []string
+	// ReadableSensitive are sensitive workspace files (absolute paths) the user approved this
+	// one command reading: the paths its command line names, resolved against its working
+	// directory. Its sandbox does not mask them; every other sensitive file stays masked. Only
+	// the bash tool reads it, and only a user's own approval sets it.
+	ReadableSensitive []string
 }
 
 // ArgsOf returns the decoded argument struct of a call whose tool declared A with NewSpec[A].

@@ -1,7 +1,8 @@
 // Command agentd-sandbox is agentd's in-sandbox helper on its own: it applies Landlock and the
 // seccomp filter, then runs the command (see tools/sandbox). agentd uses it when it sits next to
 // the agentd binary, because it starts much faster than agentd itself (it has none of agentd's
-// package initialisation); without it, agentd runs its own helper mode.
+// package initialisation); without it, agentd runs its own helper mode. It is also the go
+// command's cache program inside the sandbox (GOCACHEPROG, see tools/gocache).
 package main
 
 import (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/daemon"
 	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/tools/sandbox"
 )
 
 // settings are the options every command shares. Precedence: flags > environment > the user
@@ -98,6 +99,23 @@ func (s *settings) resolve() (daemon.Options, []string, error) {
 			return opts, nil, err
 		}
 		opts.KeepAlive = &d
+	}
+	if v := file["command-memory"]; v != "" {
+		n, err := sandbox.ParseBytes(v)
+		if err != nil {
+			return opts, nil, fmt.Errorf("command-memory: %v", err)
+		}
+		opts.SandboxLimits.MemoryBytes = n
+	}
+	if v := file["command-pids"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if v == "off" || v == "none" || v == "unlimited" {
+			n, err = -1, nil
+		}
+		if err != nil || n == 0 {
+			return opts, nil, fmt.Errorf("command-pids %q is neither a number of processes nor off", v)
+		}
+		opts.SandboxLimits.Pids = n
 	}
 	return opts, cfg.Warnings, nil
 }

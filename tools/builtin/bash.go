@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/gitguard"
 )
 
 //go:embed bash.md
@@ -48,6 +50,9 @@ type BashDetails struct {
 	OutputBytes int64  `json:"outputBytes"`
 	Truncated   bool   `json:"truncated,omitzero"`
 	SpillPath   string `json:"spillPath,omitzero"`
+	// GitUndone lists the git metadata the command planted and agentd undid (a nested
+	// repository, a changed config or hook, …): the result is then permission_denied.
+	GitUndone []gitguard.Action `json:"gitUndone,omitzero"`
 }
 
 // Defaults of BashConfig.
@@ -68,6 +73,7 @@ type bashTool struct {
 	*env
 	runner Runner
 	cfg    BashConfig
+	guard  *gitguard.Guard
 }
 
 var (
@@ -105,7 +111,19 @@ func newBash(e *env, cfg BashConfig) (*bashTool, error) {
 		}
 		r = NewSandboxRunner(cfg.Sandbox, cfg.Policy, e.fs.Workspace())
 	}
-	return &bashTool{env: e, runner: r, cfg: cfg}, nil
+	// The git guard runs around every command, whatever the runner: the directories a command
+	// can write outside the workspace are those of its sandbox policy.
+	pol := cfg.Policy
+	if sr, ok := r.(*SandboxRunner); ok {
+		pol = sr.Policy
+	}
+	writable := slices.Clone(pol.WritableDirs)
+	if pol.TmpDir != "" {
+		writable = append(writable, pol.TmpDir)
+	}
+	guard := gitguard.New(gitguard.Options{Roots: e.fs.Workspace().Roots(), Writable: writable,
+		QuarantineDir: cfg.QuarantineDir})
+	return &bashTool{env: e, runner: r, cfg: cfg, guard: guard}, nil
 }
 
 func (t *bashTool) Name() string        { return "bash" }
@@ -233,11 +251,27 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 	start := time.Now()
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	cmd, err := t.runner.Command(runCtx, pl.argv, pl.dir, pl.network)
+	// The approval's opt-ins (unix sockets, sensitive files the user approved reading) hold for
+	// this run only; the binding above is the plan's, which they do not change.
+	cmd, confined, err := commandWith(runCtx, t.runner, pl, optInsOf(call.Approval, t.fs.Workspace().Roots()))
 	if err != nil {
 		return tools.Output{}, tools.Errorf(tools.ExecFailed, "the command could not be started: %v", err)
 	}
+	if confined != "" {
+		pl.sandbox = confined
+	}
 	defer cmd.Release()
+	// Git metadata is recorded after the sandbox set up its placeholders (Command) and
+	// checked before it removes them (Release), whatever way the command ends.
+	watch, err := t.guard.Begin(ctx)
+	if err != nil {
+		typ := tools.ExecFailed
+		if ctx.Err() != nil {
+			typ = tools.Cancelled
+		}
+		return tools.Output{}, tools.Errorf(typ, "the command was not run: %v", err)
+	}
+	defer watch.End()
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
@@ -279,6 +313,7 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 	}
 	timer.Stop()
 	sent := k.finish(pid)
+	cmd.Kill() // and what left the group (setsid), through the command's cgroup
 	if !reaped {
 		_ = cmd.Wait()
 	}
@@ -290,6 +325,7 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 	}
 	prog.close()
 	out.close()
+	guarded := watch.End()
 	elapsed := time.Since(start)
 
 	d := BashDetails{ExitCode: -1, DurationMS: elapsed.Milliseconds(), Sandbox: pl.sandbox, Gaps: cmd.Gaps,
@@ -319,6 +355,9 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "[%s]\n", status)
+	if ev := cmd.Events().String(); ev != "" {
+		fmt.Fprintf(&b, "(%s)\n", ev)
+	}
 	if note := t.truncationNote(out); note != "" {
 		b.WriteString(note + "\n")
 	}
@@ -329,14 +368,18 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 		fmt.Fprintf(&b, "If the command needs more time, pass a larger timeout (at most %d seconds), or run a smaller part of it.\n",
 			int(t.cfg.MaxTimeout/time.Second))
 	}
+	b.WriteString(guarded.Text())
 	if note := noteOf(call); note != "" {
 		b.WriteString(note + "\n")
 	}
+	d.GitUndone = guarded.Actions
 	switch {
 	case d.TimedOut:
 		return tools.Output{}, &tools.Error{Type: tools.Timeout, Message: b.String(), Details: d}
 	case d.Cancelled:
 		return tools.Output{}, &tools.Error{Type: tools.Cancelled, Message: b.String(), Details: d}
+	case guarded.Undone():
+		return tools.Output{}, &tools.Error{Type: tools.PermissionDenied, Message: b.String(), Details: d}
 	}
 	return tools.Output{Text: b.String(), Details: d,
 		Meta: tools.Meta{OriginalSize: out.total, Truncated: out.truncated(), SpillPath: out.spillPath}}, nil

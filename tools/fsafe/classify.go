@@ -56,6 +56,17 @@ var protectedFiles = map[string]string{
 	".inputrc":      "readline startup files can bind keys to commands",
 }
 
+// Write-protected file names (lower case) that make a directory a git directory: git treats a
+// directory holding HEAD (with objects/ and refs/), or a commondir file, as a repository and obeys
+// its config, which can run programs (core.fsmonitor, core.hooksPath, filters). A file tool may
+// not make one without asking, at any depth: a later command, or the user's own git, would find a
+// repository a model planted. Not in ProtectedPaths: the sandbox's git guard covers commands.
+var gitDirFiles = map[string]string{
+	"head":      "a file named HEAD makes its directory a git repository, whose config can run programs",
+	"commondir": "a commondir file makes its directory a git repository, whose config can run programs",
+	"gitdir":    "a gitdir file links a git worktree, whose config can run programs",
+}
+
 // Read-sensitive directories (any depth).
 var sensitiveDirs = []dirRule{
 	{".ssh", "files under .ssh/ hold private keys"},
@@ -114,6 +125,8 @@ func classify(rel string) (protected, sensitive string) {
 	if r, ok := matchDirs(comps, protectedDirs); ok {
 		protected = r
 	} else if r, ok := protectedFiles[base]; ok {
+		protected = r
+	} else if r, ok := gitDirFiles[base]; ok {
 		protected = r
 	}
 

@@ -54,6 +54,14 @@ func TestClassify(t *testing.T) {
 		{".pypirc", false, true},
 		{".ssh/authorized_keys", true, true},
 		{".aws/credentials", false, true},
+		// A bare-repository shape planted by file tools (HEAD + objects/ + refs/ + config).
+		{"x/HEAD", true, false},
+		{"HEAD", true, false},
+		{"sub/wt/commondir", true, false},
+		{"sub/wt/gitdir", true, false},
+		{"x/config", false, false},
+		{"x/refs/heads/main", false, false},
+		{"header.go", false, false},
 	} {
 		p, s, reason := Classify(tc.rel)
 		if p != tc.protected || s != tc.sensitive {

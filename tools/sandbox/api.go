@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -86,9 +88,10 @@ type Features struct {
 	SeccompErr string
 
 	// CgroupV2 is mounted; CgroupKill: this process's cgroup has cgroup.kill.
-	// Reported for the bash tool; the sandbox does not use cgroups itself.
 	CgroupV2   bool
 	CgroupKill bool
+	// Cgroup is how commands get a cgroup of their own (kill and limits).
+	Cgroup CgroupSupport
 }
 
 // BestMode is the strongest mode Features allow, or ModeNone when neither
@@ -147,6 +150,227 @@ func (f Features) Missing() []string {
 	return out
 }
 
+// CgroupSupport is how this machine gives commands their own cgroup, as found
+// by Detect.
+type CgroupSupport struct {
+	// V2Parent is the cgroup v2 directory under which per-command cgroups
+	// are created ("": none).
+	V2Parent string `json:"v2Parent,omitempty"`
+	// V2Memory, V2Pids: the controllers are enabled for V2Parent's children.
+	V2Memory bool `json:"v2Memory,omitempty"`
+	V2Pids   bool `json:"v2Pids,omitempty"`
+	// V1Memory, V1Pids are this process's cgroups in the v1 memory and pids
+	// hierarchies, under which per-command cgroups are created when the
+	// controller is not available in cgroup v2 ("": none).
+	V1Memory string `json:"v1Memory,omitempty"`
+	V1Pids   string `json:"v1Pids,omitempty"`
+	// Err says why something is missing ("" when nothing is).
+	Err string `json:"err,omitempty"`
+}
+
+// Kill reports whether a command's processes can all be killed through its
+// cgroup (cgroup v2, or the v1 pids hierarchy).
+func (c CgroupSupport) Kill() bool { return c.V2Parent != "" || c.V1Pids != "" }
+
+// Memory reports whether a per-command memory limit can be set.
+func (c CgroupSupport) Memory() bool { return c.V2Memory || c.V1Memory != "" }
+
+// Pids reports whether a per-command process limit can be set.
+func (c CgroupSupport) Pids() bool { return c.V2Pids || c.V1Pids != "" }
+
+// Mechanism names what is in force, for `agentd doctor`: "cgroup v2
+// (kill, memory, pids)" or "cgroup v2 (kill) + v1 (memory, pids)".
+func (c CgroupSupport) Mechanism() string {
+	var v2, v1 []string
+	if c.V2Parent != "" {
+		v2 = append(v2, "kill")
+		if c.V2Memory {
+			v2 = append(v2, "memory")
+		}
+		if c.V2Pids {
+			v2 = append(v2, "pids")
+		}
+	}
+	if c.V1Memory != "" {
+		v1 = append(v1, "memory")
+	}
+	if c.V1Pids != "" {
+		v1 = append(v1, "pids")
+	}
+	var parts []string
+	if len(v2) > 0 {
+		parts = append(parts, "cgroup v2 ("+strings.Join(v2, ", ")+")")
+	}
+	if len(v1) > 0 {
+		parts = append(parts, "cgroup v1 ("+strings.Join(v1, ", ")+")")
+	}
+	if len(parts) == 0 {
+		return "no per-command cgroup"
+	}
+	return "per-command " + strings.Join(parts, " + ")
+}
+
+// Limits are per-command resource limits, enforced through the command's
+// cgroup where the machine allows it (see CgroupSupport; Cmd.Gaps says when
+// it does not). A zero field takes the default (DefaultLimits); a negative
+// one means no limit.
+type Limits struct {
+	// MemoryBytes caps the memory of the command and every process it
+	// starts, together (RAM; no swap beyond it). Over it, the kernel kills
+	// the largest process of the command (Cmd.Events().OOMKills).
+	MemoryBytes int64
+	// Pids caps the processes and threads the command has at any one time;
+	// fork and clone fail with EAGAIN beyond it.
+	Pids int
+}
+
+// DefaultLimits are the limits of a command on this machine: memory half the
+// RAM, at most 8 GiB and at least 1 GiB; 64 processes and threads per CPU,
+// between 512 and 4096.
+//
+// Why: a limit is a ceiling, not a reservation. Large links (Rust, C++) and
+// JavaScript bundlers take 2–6 GiB, so 8 GiB leaves them room on a 16 GiB
+// laptop or the 24 GiB build machine, while half the RAM leaves the editor,
+// the desktop and the Ollama model (about 5 GB for the default 8B model)
+// standing on an 8 GiB laptop. Process counts include threads: `go test
+// ./...` or `make -j` run one process per CPU with a dozen or more threads
+// each, so 64 per CPU is generous for builds and still stops a fork loop
+// (a run of 1,007 background processes on a 2-core machine now fails at 512).
+func DefaultLimits() Limits {
+	mem := int64(8) << 30
+	if total := memTotal(); total > 0 {
+		mem = min(mem, max(total/2, 1<<30))
+	}
+	return Limits{MemoryBytes: mem, Pids: min(max(64*runtime.NumCPU(), 512), 4096)}
+}
+
+// or fills the zero fields of l from d.
+func (l Limits) or(d Limits) Limits {
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = d.MemoryBytes
+	}
+	if l.Pids == 0 {
+		l.Pids = d.Pids
+	}
+	return l
+}
+
+// String is "memory 8 GiB, 512 processes" ("no memory limit" for a
+// negative field).
+func (l Limits) String() string {
+	mem := "no memory limit"
+	if l.MemoryBytes > 0 {
+		mem = "memory " + FormatBytes(l.MemoryBytes)
+	}
+	pids := "no process limit"
+	if l.Pids > 0 {
+		pids = fmt.Sprintf("%d processes", l.Pids)
+	}
+	return mem + ", " + pids
+}
+
+// LimitsSummary is what the limits l amount to on these features: l, or
+// which of them cannot be enforced.
+func (f Features) LimitsSummary(l Limits) string {
+	var parts []string
+	switch {
+	case l.MemoryBytes <= 0:
+		parts = append(parts, "no memory limit")
+	case f.Cgroup.Memory():
+		parts = append(parts, "memory "+FormatBytes(l.MemoryBytes))
+	default:
+		parts = append(parts, "NO memory limit (no cgroup)")
+	}
+	switch {
+	case l.Pids <= 0:
+		parts = append(parts, "no process limit")
+	case f.Cgroup.Pids():
+		parts = append(parts, fmt.Sprintf("%d processes", l.Pids))
+	default:
+		parts = append(parts, "NO process limit (no cgroup)")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ResourceEvents are what the limits did to a command.
+type ResourceEvents struct {
+	// OOMKills is the number of processes the kernel killed because the
+	// command hit its memory limit.
+	OOMKills int
+	// PidsLimited is the number of fork/clone calls refused because the
+	// command hit its process limit.
+	PidsLimited int
+}
+
+// String says what happened in a sentence for the command's result ("" when
+// nothing did).
+func (e ResourceEvents) String() string {
+	var parts []string
+	if e.OOMKills > 0 {
+		parts = append(parts, fmt.Sprintf("out of memory: the kernel killed %d process(es) that exceeded the command's memory limit", e.OOMKills))
+	}
+	if e.PidsLimited > 0 {
+		parts = append(parts, fmt.Sprintf("process limit reached: %d fork(s) failed", e.PidsLimited))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// FormatBytes writes n as "4 GiB", "512 MiB" or "1536 KiB" (exact values in
+// the largest unit that divides n), or "N bytes".
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		shift int
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// ParseBytes reads a memory size for configuration: "4G", "4GiB", "512M",
+// "1536k", "8589934592" (binary units; K, M, G, T with an optional "iB" or
+// "B"); "off", "none" or "unlimited" give -1 (no limit).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	switch strings.ToLower(t) {
+	case "off", "none", "unlimited", "max":
+		return -1, nil
+	}
+	num := strings.TrimRightFunc(t, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToUpper(strings.TrimSpace(t[len(num):]))
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "B"), "I")
+	shift := map[string]int{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+	sh, ok := shift[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n <= 0 || n > (1<<62)>>sh {
+		return 0, fmt.Errorf("%q is not a memory size (e.g. 4G, 512M, off)", s)
+	}
+	return n << sh, nil
+}
+
+// memTotal is the machine's RAM in bytes (0 when unknown).
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(v)
+			if len(f) >= 1 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "unavailable"
@@ -171,10 +395,16 @@ func (f Features) Describe() string {
 	if f.Arch != "" {
 		fmt.Fprintf(&b, "; %s", f.Arch)
 	}
-	if f.CgroupKill {
-		b.WriteString("; cgroup v2 with cgroup.kill")
-	} else if f.CgroupV2 {
-		b.WriteString("; cgroup v2")
+	if f.Cgroup.Kill() {
+		b.WriteString("; " + f.Cgroup.Mechanism())
+		if f.Cgroup.Err != "" {
+			fmt.Fprintf(&b, " (%s)", f.Cgroup.Err)
+		}
+	} else {
+		fmt.Fprintf(&b, "; NO per-command cgroup (%s): without bubblewrap, processes that called setsid survive a SIGKILL sent straight to the helper", orUnknown(f.Cgroup.Err))
+	}
+	if m := f.BestMode(); m != ModeNone {
+		fmt.Fprintf(&b, "; per-command limits: %s", f.LimitsSummary(DefaultLimits()))
 	}
 	if miss := f.Missing(); len(miss) > 0 {
 		b.WriteString("; missing: ")
@@ -248,9 +478,15 @@ type Policy struct {
 	// the command's own empty network namespace, so test servers on
 	// 127.0.0.1 work while nothing outside is reachable. Ignored otherwise.
 	PrivateLoopback bool
-	// DenyUnixSockets denies socket(AF_UNIX) in ModeBwrap too (always denied
-	// in ModeLandlock).
-	DenyUnixSockets bool
+	// UnixSockets opts this command in to Unix sockets, naming the host
+	// sockets it needs (absolute paths: "/run/docker.sock"). Empty (the
+	// default): socket(AF_UNIX) is denied in every mode, so no host socket
+	// (docker.sock, an ssh-agent, a session bus, agentd's own API) is
+	// reachable; socketpair(2) stays allowed. Non-empty: socket(AF_UNIX) is
+	// allowed and each named socket is made visible in ModeBwrap even where a
+	// mount masks its directory. Sockets outside the masked directories are
+	// then reachable too: the opt-in is for the command, not for one socket.
+	UnixSockets []string
 
 	// Env is the base environment ("K=V"); nil means os.Environ().
 	Env []string
@@ -268,6 +504,20 @@ type Policy struct {
 	// RuntimeDir ($XDG_RUNTIME_DIR: D-Bus, ssh-agent, Wayland, …) is masked
 	// and unreadable; "" means XDG_RUNTIME_DIR from Env.
 	RuntimeDir string
+	// StateDir is agentd's state directory (every session's journal, tool
+	// output, checkpoints, the audit log): masked and unreadable, except
+	// TmpDir and WritableDirs below it. "" means $XDG_STATE_HOME/agentd, or
+	// $HOME/.local/state/agentd, from Env (the store's default).
+	StateDir string
+	// ReadableSensitive are workspace files (absolute) the user approved this
+	// command reading. Every other file below a workspace root that
+	// fsafe.Classify calls sensitive (.env*, keys, …) is masked in ModeBwrap;
+	// ModeLandlock cannot mask single files and says so (SensitiveUnmasked).
+	ReadableSensitive []string
+
+	// Limits override the Sandbox's limits (Options.Limits) for this
+	// command; zero fields keep them.
+	Limits Limits
 
 	// Unsandboxed runs the command with ModeNone. Set it only on an explicit
 	// per-command user decision.
@@ -302,7 +552,19 @@ var DefaultSecretPaths = []string{
 	".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
 	".password-store", ".local/share/keyrings", ".vault-token", ".terraform.d/credentials.tfrc.json",
 	".config/agentd", ".agentd",
+	// Shell and REPL histories: typed passwords, tokens on command lines.
+	".bash_history", ".zsh_history", ".zhistory", ".histfile", ".sh_history",
+	".local/share/fish/fish_history", ".python_history", ".node_repl_history",
+	".psql_history", ".mysql_history", ".sqlite_history", ".lesshst", ".irb_history",
+	".pry_history", ".rediscli_history", ".dbshell", ".viminfo", ".local/state/nvim/shada",
+	".ipython/profile_default/history.sqlite",
 }
+
+// SensitiveUnmasked starts the part of a ModeLandlock summary that lists the
+// sensitive workspace files the command can read because that mode cannot
+// mask single files (Sandbox.Describe); an approval policy asks when it sees
+// it.
+const SensitiveUnmasked = "sensitive files NOT masked"
 
 // env computes the command's environment: Env filtered by EnvAllow, then
 // DefaultSetEnv, SetEnv and TMPDIR.

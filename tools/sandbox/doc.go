@@ -8,18 +8,22 @@
 //   - bubblewrap (ModeBwrap, the default): a read-only view of /, a fresh /dev,
 //     /proc, private /tmp and /run, the workspace roots and extra writable dirs
 //     bound read-write, protected paths inside the workspace (.git/hooks,
-//     .git/config, .vscode, …) bound read-only on top, $HOME secrets and
-//     $XDG_RUNTIME_DIR masked, every namespace unshared (no network unless the
-//     policy asks), --die-with-parent, --new-session, its own PID namespace.
+//     .git/config, .vscode, …) bound read-only on top, $HOME secrets, shell
+//     histories, $XDG_RUNTIME_DIR, agentd's state dir and the workspace's
+//     sensitive files (fsafe.Classify) masked, every namespace unshared (no
+//     network unless the policy asks), --die-with-parent, --new-session, its
+//     own PID namespace.
 //   - Inside it, the helper mode of the agentd binary (HelperMain) drops all
 //     capabilities, sets no_new_privs, applies Landlock (read everywhere but
 //     the masked secrets, write only to the writable roots) and an
-//     arch-checking seccomp filter, then runs the command as its child and
+//     arch-checking seccomp filter (socket(AF_UNIX) denied in every mode
+//     unless Policy.UnixSockets opts in; socketpair allowed), then runs the
+//     command as its child and
 //     stays as a child subreaper: when the command exits, or the outer bwrap
 //     process disappears (a lifeline pipe), it kills everything left.
 //   - Without bubblewrap or user namespaces (ModeLandlock), the helper runs
-//     directly: Landlock + seccomp only, AF_UNIX socket creation denied (host
-//     sockets cannot be masked without a mount namespace), and the helper
+//     directly: Landlock + seccomp only (sensitive workspace files cannot be
+//     masked: Describe names them after SensitiveUnmasked), and the helper
 //     stays as a child subreaper that kills every descendant when the command
 //     ends. What this mode cannot do is listed in Cmd.Gaps.
 //   - ModeNone runs the command unsandboxed (environment still scrubbed), only
@@ -33,15 +37,18 @@
 // Sandbox.Command returns a *Cmd whose embedded *exec.Cmd is not started. The
 // package sets Path, Args, Env, Dir, ExtraFiles (bwrap mode: the lifeline
 // pipe; do not replace them), SysProcAttr{Setsid: true, Pdeathsig: SIGKILL
-// (SIGTERM for the ModeLandlock helper, which then cleans up)} and a Cancel
-// that SIGKILLs the whole process group. The caller sets Stdin (nil →
+// (SIGTERM for the ModeLandlock helper, which then cleans up), UseCgroupFD
+// and CgroupFD (the command's cgroup)} and a Cancel that SIGKILLs the whole
+// process group and the command's cgroup. The caller sets Stdin (nil →
 // /dev/null), Stdout/Stderr, WaitDelay, may replace Cancel with a TERM →
-// grace → KILL sequence against the group (-Process.Pid), may add fields to
-// SysProcAttr but must not set Setpgid/Setctty/Foreground (Setsid already made
-// the command a session and group leader), starts it with Cmd.Start or
+// grace → KILL sequence against the group (-Process.Pid; end it with
+// Cmd.Kill, which also reaches processes that left the group), may add fields
+// to SysProcAttr but must not set Setpgid/Setctty/Foreground (Setsid already
+// made the command a session and group leader) or change the cgroup fields,
+// starts it with Cmd.Start or
 // Cmd.Run (not Cmd.Cmd.Start: they close the daemon's end of the lifeline),
-// and calls Release after Wait (it sweeps the process group and removes
-// placeholders).
+// and calls Release after Wait (it sweeps the process group, empties and
+// removes the command's cgroup, and removes placeholders).
 //
 // Pdeathsig (the command dies with the daemon) is tied, in Go, to the OS
 // thread that started the command: do not call Start from a goroutine that
@@ -59,9 +66,28 @@
 // kills leftovers when the command exits and forwards TERM/INT/HUP/QUIT to
 // processes that left the group, so send TERM to the group before KILL. A
 // SIGKILL that reaches the helper first (from the caller, or from the command
-// itself: `kill -9 0`) leaves processes that called setsid running, still
-// confined; without a PID namespace only a cgroup (cgroup.kill) could catch
-// those.
+// itself: `kill -9 0`) would leave processes that called setsid running;
+// the command's cgroup catches those (below).
+//
+// # Per-command cgroup and limits
+//
+// Where the machine allows it (root, or a delegated cgroup subtree; see
+// CgroupSupport and cgroup_linux.go), every command runs in a cgroup of its
+// own, created under the daemon's cgroup (cgroup v2; on hybrid machines also
+// in the v1 memory and pids hierarchies) before its first process starts:
+// that process is cloned into the v2 cgroup (CLONE_INTO_CGROUP) and, for v1,
+// is the helper in a launch role that joins the cgroups and then execs bwrap
+// or the helper proper. Cancel also kills the cgroup (cgroup.kill), Cmd.Kill
+// does it on demand, and Release kills what is left, waits until the cgroup
+// is empty, records Cmd.Events and removes it. The cgroup carries the
+// limits (Options.Limits, Policy.Limits, DefaultLimits): memory.max and
+// pids.max (v1: memory.limit_in_bytes, pids.max). Cmd.Events says what they
+// did (OOM kills, refused forks); Describe and Features.Describe show the
+// limits, or that they are not enforced (then Cmd.Gaps says so too).
+// RLIMIT_NPROC and RLIMIT_AS are not used as a fallback: the first does not
+// apply to root and counts every process of the user otherwise, the second
+// limits address space, which breaks the race detector and JavaScript
+// engines long before memory runs out.
 //
 // Exit status: the command's, or 128+N if it was killed by signal N (159 =
 // SIGSYS, a seccomp kill); ExitHelperFailed (125) when the sandbox could not

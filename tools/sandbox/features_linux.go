@@ -23,7 +23,11 @@ const detectTimeout = 10 * time.Second
 
 // Detect measures what this machine offers. It starts two short processes (a
 // user-namespace probe and bubblewrap with the flags Command uses), so call it
-// once and keep the result (New does).
+// once and keep the result (New does). The first call in a process also
+// prepares per-command cgroups (see CgroupSupport): it may enable the memory
+// and pids controllers for the children of this process's cgroup, moving
+// this process into a leaf cgroup of its own when the kernel requires it,
+// and removes empty per-command cgroups left by agentd processes that died.
 func Detect() Features {
 	f := Features{Arch: archName}
 	f.UserNamespaces, f.UserNamespacesErr = probeUserNS()
@@ -39,6 +43,7 @@ func Detect() Features {
 
 	f.Seccomp, f.SeccompErr = probeSeccomp()
 	f.CgroupV2, f.CgroupKill = probeCgroup()
+	f.Cgroup = detectCgroups()
 	return f
 }
 

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/tools/gocache"
 )
 
 // helperConfig is what Command tells the helper, as JSON in argv[2]. Paths are
@@ -44,6 +46,15 @@ type helperConfig struct {
 	// otherwise leave the command running with nobody to stop it.
 	Lifeline int `json:"lifeline,omitempty"`
 
+	// Join are cgroup.procs files (the command's cgroups in cgroup v1
+	// hierarchies) the helper moves itself into first, before anything else,
+	// so that everything it starts is limited by them.
+	Join []string `json:"join,omitempty"`
+	// Launch: after joining, exec ARGV straight away (no capability drop,
+	// no_new_privs, Landlock or seccomp): the launch role, in front of
+	// bubblewrap or of the helper proper, which then confine the command.
+	Launch bool `json:"launch,omitempty"`
+
 	Writable      []string `json:"writable"`       // dirs: read, write, create, remove, rename
 	WritableFiles []string `json:"writable_files"` // /dev/null, …
 	DevFiles      []string `json:"dev_files"`      // read, write, ioctl (ptys)
@@ -57,6 +68,10 @@ type helperConfig struct {
 // in helper mode it never returns.
 //
 // Usage: agentd __sandbox-exec CONFIG_JSON -- ARGV...
+//
+// In the launch role (helperConfig.Launch, used on machines whose memory and
+// pids controllers are cgroup v1 hierarchies) the helper only joins the
+// command's cgroups and execs ARGV, which is bubblewrap or the helper proper.
 //
 // In order, on one locked OS thread: drop every capability (bounding set,
 // ambient, effective, permitted, inheritable), set no_new_privs, apply
@@ -79,6 +94,10 @@ type helperConfig struct {
 // capabilities are dropped on the locked thread only, which is the one that
 // matters.
 func HelperMain() {
+	if len(os.Args) >= 2 && os.Args[1] == gocache.Arg {
+		// The go command's cache program (GOCACHEPROG), started inside the sandbox.
+		os.Exit(gocache.Main(os.Args[2:]))
+	}
 	if len(os.Args) < 2 || os.Args[1] != HelperArg {
 		return
 	}
@@ -102,6 +121,23 @@ func helperRun(args []string) int {
 		return helperFail("bad config: %v", err)
 	}
 	argv := args[2:]
+	for _, f := range cfg.Join {
+		if filepath.Base(f) != "cgroup.procs" || !filepath.IsAbs(f) {
+			return helperFail("bad config: join %q is not a cgroup.procs file", f)
+		}
+		// "0": the writing process.
+		if err := os.WriteFile(f, []byte("0"), 0); err != nil {
+			return helperFail("joining the command's cgroup: %v", err)
+		}
+	}
+	if cfg.Launch {
+		path, err := exec.LookPath(argv[0])
+		if err != nil {
+			return helperFail("%v", err)
+		}
+		err = syscall.Exec(path, argv, os.Environ())
+		return helperFail("exec %s: %v", path, err)
+	}
 	if cfg.Lifeline > 0 {
 		unix.CloseOnExec(cfg.Lifeline)
 		if lifelineCut(cfg.Lifeline, 0) {

@@ -116,6 +116,39 @@ func probe(name string, args []string) int {
 		}
 		fmt.Println("started")
 		select {}
+	case "alloc":
+		// Allocate and touch args[0] MiB.
+		var mib int
+		fmt.Sscan(args[0], &mib)
+		mem := make([][]byte, 0, mib)
+		for range mib {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			mem = append(mem, b)
+		}
+		fmt.Printf("allocated=%d\n", len(mem))
+		return report(nil)
+	case "spawn":
+		// Start args[0] copies of `sleep args[1]` and leave them running;
+		// stop at the first failure.
+		var n int
+		fmt.Sscan(args[0], &n)
+		sleep, err := exec.LookPath("sleep")
+		if err != nil {
+			return report(err)
+		}
+		started := 0
+		for range n {
+			_, err = syscall.ForkExec(sleep, []string{"sleep", args[1]}, &syscall.ProcAttr{Files: []uintptr{0, 1, 2}})
+			if err != nil {
+				break
+			}
+			started++
+		}
+		fmt.Printf("started=%d\n", started)
+		return report(err)
 	case "signal":
 		var pid int
 		fmt.Sscan(args[0], &pid)

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/agentd/agentd/tools/fsafe"
 )
 
 // Options configure New.
@@ -30,6 +32,9 @@ type Options struct {
 	// HelperPath is the binary whose main calls HelperMain; default
 	// os.Executable().
 	HelperPath string
+	// Limits are every command's resource limits (Policy.Limits overrides
+	// them per command); zero fields take DefaultLimits.
+	Limits Limits
 }
 
 // Sandbox wraps commands for one daemon. It is safe for concurrent use.
@@ -37,6 +42,7 @@ type Sandbox struct {
 	mode   Mode // ModeNone: nothing available (Command fails unless Unsandboxed)
 	feat   Features
 	helper string
+	limits Limits
 }
 
 // New detects (or takes) the machine's features and chooses the mode.
@@ -61,7 +67,7 @@ func New(opts Options) (*Sandbox, error) {
 	if !filepath.IsAbs(helper) {
 		return nil, fmt.Errorf("sandbox: helper path %q is not absolute", helper)
 	}
-	s := &Sandbox{feat: f, helper: helper}
+	s := &Sandbox{feat: f, helper: helper, limits: opts.Limits.or(DefaultLimits())}
 	switch opts.Mode {
 	case ModeAuto:
 		s.mode = f.BestMode()
@@ -79,15 +85,34 @@ func New(opts Options) (*Sandbox, error) {
 // Mode is the mode commands run in (ModeNone: no sandbox is available).
 func (s *Sandbox) Mode() Mode { return s.mode }
 
+// HelperPath is the helper binary (absolute, symlinks resolved). Every sandbox makes it visible
+// and read-only, so it also serves as the go command's cache program (tools/gocache).
+func (s *Sandbox) HelperPath() string { return s.helper }
+
 // Features are the measured features this Sandbox decided on.
 func (s *Sandbox) Features() Features { return s.feat }
 
-// Describe is the approval-prompt line for a command under p.
+// Describe is the approval-prompt line for a command under p. It names the
+// unix sockets the command opted in to and, in ModeLandlock, the sensitive
+// workspace files the command can read because that mode cannot mask single
+// files (after SensitiveUnmasked): the approval binds to that list.
 func (s *Sandbox) Describe(p Policy) string {
 	if p.Unsandboxed {
 		return s.feat.Summary(ModeNone, p.Network)
 	}
-	return s.feat.Summary(s.mode, p.Network)
+	sum := s.feat.Summary(s.mode, p.Network)
+	if len(p.UnixSockets) > 0 {
+		sum += "; unix sockets ON (" + strings.Join(p.UnixSockets, ", ") + ")"
+	}
+	sum += "; " + s.feat.LimitsSummary(s.limitsFor(p))
+	if s.mode == ModeLandlock {
+		if w, err := resolveWritable(p); err == nil {
+			if ents := findSensitive(w.roots, p.ReadableSensitive); len(ents) > 0 {
+				sum += "; " + SensitiveUnmasked + " (no bubblewrap): " + sensitiveNames(ents, 5)
+			}
+		}
+	}
+	return sum
 }
 
 // Cmd is a wrapped command, not yet started.
@@ -110,6 +135,8 @@ type Cmd struct {
 	// absorbs bwrap's status JSON, so bwrap never hits a closed pipe) at
 	// Release.
 	lifeline []*os.File
+	// cg is the command's cgroup (nil: none); see cgroup_linux.go.
+	cg *commandCgroup
 }
 
 // Start starts the command and then closes the daemon's copy of the
@@ -181,6 +208,9 @@ func (c *Cmd) Release() {
 		if c.Process != nil {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
+		if c.cg != nil {
+			c.cg.release()
+		}
 		c.closeLifeline()
 		if c.release != nil {
 			c.release()
@@ -214,17 +244,26 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 	if err != nil {
 		return nil, err
 	}
+	socks, gaps, err := p.unixSockets()
+	if err != nil {
+		return nil, err
+	}
 	cfg := helperConfig{
 		Landlock: s.feat.LandlockABI >= 1,
 		Seccomp:  s.feat.Seccomp,
 		Writable: w.all,
+		// Host unix sockets cannot be told apart from the command's own
+		// by seccomp (connect's address is a pointer), and neither
+		// bubblewrap's read-only mounts nor Landlock below ABI 9 stop a
+		// connect: socket(AF_UNIX) is denied unless the command opted in.
+		DenyUnix: len(p.UnixSockets) == 0,
 	}
-	for _, sp := range p.secretPaths() {
+	for _, sp := range p.maskPaths() {
 		if _, err := os.Lstat(sp); err == nil {
 			cfg.DenyRead = append(cfg.DenyRead, sp)
 		}
 	}
-	var gaps []string
+	sensitive := findSensitive(w.roots, p.ReadableSensitive)
 	if !cfg.Landlock {
 		gaps = append(gaps, "no Landlock: "+orUnknown(s.feat.LandlockErr))
 	}
@@ -238,11 +277,10 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 	switch s.mode {
 	case ModeBwrap:
 		cfg.Inet = p.Network || p.PrivateLoopback
-		cfg.DenyUnix = p.DenyUnixSockets
 		cfg.Writable = append(cfg.Writable, "/tmp", "/dev/shm")
 		cfg.WritableFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
 		cfg.DevFiles = []string{"/dev/tty", "/dev/pts", "/dev/ptmx"}
-		plan, err := s.planBwrap(p, w, dir)
+		plan, err := s.planBwrap(p, w, dir, socks, sensitive)
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +301,9 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		if p.Network {
 			gaps = append(gaps, "network ON: the host network namespace is shared, including services listening on 127.0.0.1")
 		}
+		if len(p.UnixSockets) > 0 {
+			gaps = append(gaps, "unix sockets ON: besides the named ones, every host unix socket outside the masked directories (/run, /tmp, $XDG_RUNTIME_DIR, $HOME secrets) is reachable")
+		}
 		cj, err := json.Marshal(cfg)
 		if err != nil {
 			release()
@@ -275,7 +316,6 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		cmd.ExtraFiles = lifeline
 	case ModeLandlock:
 		cfg.Inet = p.Network
-		cfg.DenyUnix = true
 		cfg.Supervise = true
 		cfg.WritableFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
 		cfg.DevFiles = []string{"/dev/tty"}
@@ -288,10 +328,15 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		gaps = append(gaps,
 			"no mount namespace: protected paths (.git/hooks, .vscode, …) are writable",
 			"no PID namespace: leftover processes are killed by the helper when the command ends; processes that called setsid survive a SIGKILL sent straight to the helper",
-			"host unix sockets: unreachable only because socket(AF_UNIX) is denied (breaks tools that use unix sockets)",
 			"no private /tmp: TMPDIR points to the session tmp dir, the host /tmp is read-only",
 			"other processes' command lines in /proc are readable")
-		for _, sp := range p.secretPaths() {
+		if len(p.UnixSockets) > 0 {
+			gaps = append(gaps, "unix sockets ON and no mount namespace: every host unix socket this user can connect to is reachable, not only "+strings.Join(p.UnixSockets, ", "))
+		}
+		if len(sensitive) > 0 {
+			gaps = append(gaps, fmt.Sprintf("no mount namespace: sensitive workspace files are readable (%s)", sensitiveNames(sensitive, 20)))
+		}
+		for _, sp := range p.maskPaths() {
 			if under(sp, w.all) {
 				gaps = append(gaps, fmt.Sprintf("secret %s is inside a writable directory: readable", sp))
 			}
@@ -312,7 +357,12 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		deathSig = syscall.SIGTERM
 	}
 	finish(cmd, env, dir, deathSig)
-	return &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline}, nil
+	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline}
+	if err := s.attachCgroup(c, p); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return c, nil
 }
 
 // finish sets the parts of the command every mode shares. deathSig is what
@@ -422,7 +472,7 @@ type bwrapPlan struct {
 // destination depth (stable), so a mount always lands on top of the mounts of
 // its ancestors: tmpfs /tmp, then the workspace below it, then .git pinned,
 // then .git/hooks read-only.
-func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string) (*bwrapPlan, error) {
+func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string, sensitive []sensitiveEntry) (*bwrapPlan, error) {
 	prot, err := p.protectedPaths()
 	if err != nil {
 		return nil, err
@@ -439,7 +489,7 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string) (*bwrapPlan, er
 	add("/run", "--tmpfs", "/run")
 
 	plan := &bwrapPlan{release: func() {}}
-	for _, sp := range p.secretPaths() {
+	for _, sp := range p.maskPaths() {
 		if _, err := os.Lstat(sp); err != nil {
 			continue
 		}
@@ -489,6 +539,30 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string) (*bwrapPlan, er
 	}
 	plan.gaps = append(plan.gaps, pl.gaps...)
 	plan.release = pl.releaseAll
+
+	// Sensitive workspace files: after the protected paths, so that a path
+	// that is both (.ssh) ends up masked. A directory gets a read-only
+	// empty tmpfs, a file /dev/null (read-only): reads return nothing, and
+	// a mount point cannot be renamed or removed.
+	for _, e := range sensitive {
+		if under(e.path, masked) && !under(e.path, w.all) {
+			continue // already hidden (a symlink's target in /tmp, $HOME/.ssh, …)
+		}
+		if e.dir {
+			add(e.path, "--tmpfs", e.path)
+			add(e.path, "--remount-ro", e.path)
+		} else {
+			add(e.path, "--ro-bind", "/dev/null", e.path)
+		}
+		masked = append(masked, e.path)
+	}
+	// Opted-in unix sockets that a mask hides are bound back (a socket
+	// inside a writable dir is visible anyway).
+	for _, sock := range socks {
+		if under(sock, masked) && !under(sock, w.all) {
+			add(sock, "--bind", sock, sock)
+		}
+	}
 
 	// The helper must be visible (and read-only) inside: the test binary
 	// lives under /tmp, a developer's build may live in the workspace.
@@ -727,4 +801,160 @@ func releasePlaceholder(p string) {
 	if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
 		_ = os.Remove(p) // fails harmlessly if someone put files in it
 	}
+}
+
+// stateDir returns agentd's state directory for the policy: StateDir, or the
+// store's default ($XDG_STATE_HOME/agentd, else $HOME/.local/state/agentd)
+// from the policy's environment. "" when none is known.
+func (p Policy) stateDir() string {
+	if p.StateDir != "" {
+		if filepath.IsAbs(p.StateDir) {
+			return filepath.Clean(p.StateDir)
+		}
+		return ""
+	}
+	base := p.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	if d := lookupEnv(base, "XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "agentd")
+	}
+	if h := p.home(); h != "" && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "agentd")
+	}
+	return ""
+}
+
+// maskPaths are the host paths no command may read: the secret paths, the
+// runtime dir and agentd's state directory.
+func (p Policy) maskPaths() []string {
+	out := p.secretPaths()
+	if d := p.stateDir(); d != "" {
+		out = append(out, d)
+	}
+	return out
+}
+
+// unixSockets validates Policy.UnixSockets and returns their canonical paths.
+// A named path that exists must be a socket (the opt-in must never unmask a
+// file); a missing one is reported in gaps and skipped.
+func (p Policy) unixSockets() (socks []string, gaps []string, err error) {
+	for _, s := range p.UnixSockets {
+		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
+			return nil, nil, fmt.Errorf("%w: unix socket %q is not an absolute path", ErrPolicy, s)
+		}
+		real, err := filepath.EvalSymlinks(s)
+		if err != nil {
+			gaps = append(gaps, fmt.Sprintf("unix socket %s: %v", s, err))
+			continue
+		}
+		fi, err := os.Lstat(real)
+		if err != nil {
+			gaps = append(gaps, fmt.Sprintf("unix socket %s: %v", s, err))
+			continue
+		}
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, nil, fmt.Errorf("%w: %s is not a unix socket (%s)", ErrPolicy, s, fi.Mode().Type())
+		}
+		if !slices.Contains(socks, real) {
+			socks = append(socks, real)
+		}
+	}
+	return socks, gaps, nil
+}
+
+// sensitiveEntry is a sensitive path found below a workspace root.
+type sensitiveEntry struct {
+	path string // absolute: the name found (a symlink is resolved to its target)
+	rel  string // relative to its root, for messages
+	dir  bool
+}
+
+// findSensitive walks the workspace roots and returns every path that
+// fsafe.Classify calls sensitive to read (.env*, private keys, .netrc, *.pem,
+// .ssh/, …), except the approved ones. A sensitive directory is one entry
+// (unless an approved path lies below it: then its entries are listed one by
+// one); symlinks are not followed while walking, and a sensitive-named
+// symlink is resolved to what it points at (a dangling one is skipped:
+// nothing to read). Unreadable directories are skipped: the command, which
+// runs as the same user, cannot list them either.
+func findSensitive(roots, approved []string) []sensitiveEntry {
+	ok := map[string]bool{}
+	for _, a := range approved {
+		if filepath.IsAbs(a) {
+			ok[filepath.Clean(a)] = true
+		}
+	}
+	approvedBelow := func(dir string) bool {
+		for a := range ok {
+			if strings.HasPrefix(a, dir+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var out []sensitiveEntry
+	var walk func(root, dir, rel string, forced bool)
+	walk = func(root, dir, rel string, forced bool) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			abs := filepath.Join(dir, e.Name())
+			r := e.Name()
+			if rel != "" {
+				r = rel + "/" + e.Name()
+			}
+			sens := forced
+			if !sens {
+				_, sens, _ = fsafe.Classify(r)
+			}
+			isDir := e.IsDir()
+			if !sens {
+				if isDir {
+					walk(root, abs, r, false)
+				}
+				continue
+			}
+			if ok[abs] {
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				t, err := filepath.EvalSymlinks(abs)
+				if err != nil || ok[t] {
+					continue
+				}
+				fi, err := os.Stat(t)
+				if err != nil {
+					continue
+				}
+				out = append(out, sensitiveEntry{path: t, rel: r, dir: fi.IsDir()})
+				continue
+			}
+			if isDir && approvedBelow(abs) {
+				walk(root, abs, r, true)
+				continue
+			}
+			out = append(out, sensitiveEntry{path: abs, rel: r, dir: isDir})
+		}
+	}
+	for _, root := range roots {
+		walk(root, root, "", false)
+	}
+	return out
+}
+
+// sensitiveNames lists up to n entries' relative names for a summary line.
+func sensitiveNames(ents []sensitiveEntry, n int) string {
+	var names []string
+	for i, e := range ents {
+		if i == n {
+			names = append(names, fmt.Sprintf("and %d more", len(ents)-n))
+			break
+		}
+		names = append(names, e.rel)
+	}
+	return strings.Join(names, ", ")
 }

@@ -292,6 +292,127 @@ func TestSecrets(t *testing.T) {
 	})
 }
 
+// secretEnv adds the secrets of issue 17 to a test env: sensitive workspace
+// files, shell histories in the fake home and a fake agentd state directory
+// with a session journal, located through XDG_STATE_HOME as the store does.
+type secretEnv struct {
+	env
+	state string
+}
+
+func newSecretEnv(t *testing.T) secretEnv {
+	t.Helper()
+	e := secretEnv{env: newEnv(t)}
+	e.state = filepath.Join(filepath.Dir(e.home), "state")
+	for _, d := range []string{e.ws + "/keys", e.ws + "/deploy", e.ws + "/.aws", e.home + "/.local/share/fish", e.state + "/agentd/sessions"} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, s := range map[string]string{
+		e.ws + "/.env":                             "API_TOKEN=ws-dotenv-secret\n",
+		e.ws + "/deploy/.env.production":           "DB_PASSWORD=nested-env-secret\n",
+		e.ws + "/keys/id_rsa":                      "-----BEGIN ws-rsa-secret-----\n",
+		e.ws + "/keys/id_rsa.pub":                  "ssh-rsa public-half-ok\n",
+		e.ws + "/deploy/server.pem":                "ws-pem-secret\n",
+		e.ws + "/.aws/config":                      "ws-aws-dir-secret\n",
+		e.ws + "/README.md":                        "ordinary-file-ok\n",
+		e.home + "/.bash_history":                  "mysql -p bash-history-secret\n",
+		e.home + "/.zsh_history":                   ": 1:0;export TOKEN=zsh-history-secret\n",
+		e.home + "/.local/share/fish/fish_history": "- cmd: fish-history-secret\n",
+		e.home + "/.python_history":                "python-history-secret\n",
+		e.home + "/.psql_history":                  "psql-history-secret\n",
+		e.state + "/agentd/sessions/s-1.jsonl":     `{"type":"tool","output":"journal-secret"}` + "\n",
+		e.state + "/agentd/trusted-workspaces":     "/trusted-secret\n",
+	} {
+		mustWrite(t, f, s)
+	}
+	return e
+}
+
+func (e secretEnv) policy() Policy {
+	p := e.env.policy()
+	p.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.home, "XDG_STATE_HOME=" + e.state}
+	p.EnvAllow = []string{"PATH", "HOME", "XDG_STATE_HOME"}
+	return p
+}
+
+var issue17Secrets = []string{"ws-dotenv-secret", "nested-env-secret", "ws-rsa-secret", "ws-pem-secret", "ws-aws-dir-secret",
+	"bash-history-secret", "zsh-history-secret", "fish-history-secret", "python-history-secret",
+	"psql-history-secret", "journal-secret", "trusted-secret"}
+
+// The reads of issue 17, literal and disguised: each must read nothing.
+const issue17Script = `
+	cat .env
+	e=.en; cat ${e}v
+	cat deploy/.env.production
+	cat keys/id_rsa
+	cat deploy/server.pem
+	cat .aws/config; echo x > .aws/new && echo "WROTE masked dir"
+	cat ~/.bash_history ~/.zsh_history ~/.local/share/fish/fish_history ~/.python_history ~/.psql_history
+	cat "$XDG_STATE_HOME"/agentd/sessions/*.jsonl "$XDG_STATE_HOME"/agentd/trusted-workspaces
+	grep -r . "$XDG_STATE_HOME"/agentd
+	cp .env copy.txt; cat copy.txt
+	cat README.md keys/id_rsa.pub
+	exit 0`
+
+// TestSensitiveFilesMasked: in bubblewrap mode, sensitive workspace files
+// (the fsafe list), shell histories and agentd's state directory read as
+// nothing, however the command names them; ordinary files read fine.
+func TestSensitiveFilesMasked(t *testing.T) {
+	sb := requireMode(t, ModeBwrap)
+	e := newSecretEnv(t)
+	r := runBash(t, sb, e.policy(), issue17Script)
+	for _, s := range issue17Secrets {
+		if strings.Contains(r.stdout, s) {
+			t.Errorf("secret %q readable inside the sandbox\n%s", s, r)
+		}
+	}
+	for _, ok := range []string{"ordinary-file-ok", "public-half-ok"} {
+		if !strings.Contains(r.stdout, ok) {
+			t.Errorf("ordinary file unreadable (%s)\n%s", ok, r)
+		}
+	}
+	if strings.Contains(r.stdout, "WROTE masked dir") || hostHas(e.ws+"/.aws/new") {
+		t.Errorf("a masked sensitive directory is writable\n%s", r)
+	}
+	if b, _ := os.ReadFile(e.ws + "/.env"); string(b) != "API_TOKEN=ws-dotenv-secret\n" {
+		t.Errorf("the host .env changed: %q", b)
+	}
+}
+
+// TestSensitiveFilesLandlock: without a mount namespace, single workspace
+// files cannot be masked. Histories and the state directory (outside the
+// writable roots) are still unreadable; the sensitive workspace files are
+// named in the summary the approval shows and in the gaps, so the policy asks.
+func TestSensitiveFilesLandlock(t *testing.T) {
+	sb := requireMode(t, ModeLandlock)
+	e := newSecretEnv(t)
+	p := e.policy()
+	r := runBash(t, sb, p, issue17Script)
+	for _, s := range issue17Secrets[5:] {
+		if strings.Contains(r.stdout, s) {
+			t.Errorf("secret %q readable inside the sandbox\n%s", s, r)
+		}
+	}
+	if !strings.Contains(r.stdout, "ordinary-file-ok") {
+		t.Errorf("ordinary file unreadable\n%s", r)
+	}
+	sum := sb.Describe(p)
+	for _, want := range []string{SensitiveUnmasked, ".env", "keys/id_rsa", "deploy/server.pem"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary %q lacks %q", sum, want)
+		}
+	}
+	if !strings.Contains(strings.Join(r.cmd.Gaps, "\n"), ".env") {
+		t.Errorf("gaps do not name the readable sensitive files: %q", r.cmd.Gaps)
+	}
+	clean := newEnv(t)
+	if sum := sb.Describe(clean.policy()); strings.Contains(sum, SensitiveUnmasked) {
+		t.Errorf("a workspace without sensitive files: summary %q", sum)
+	}
+}
+
 // listener accepts TCP connections and counts them.
 func listener(t *testing.T) (port int, count *atomic.Int32) {
 	t.Helper()
@@ -386,7 +507,10 @@ func TestPrivateLoopback(t *testing.T) {
 	}
 }
 
-func unixListener(t *testing.T, addr string) *atomic.Int32 {
+// unixEcho listens on a pathname (or abstract, "@…") Unix socket and answers
+// every connection with "pong", so that a successful connect is visible both
+// in the client's output and in the count.
+func unixEcho(t *testing.T, addr string) *atomic.Int32 {
 	t.Helper()
 	ln, err := net.Listen("unix", addr)
 	if err != nil {
@@ -401,51 +525,119 @@ func unixListener(t *testing.T, addr string) *atomic.Int32 {
 				return
 			}
 			count.Add(1)
+			c.Write([]byte("pong\n"))
 			c.Close()
 		}
 	}()
 	return count
 }
 
+// sockEnv are host Unix sockets a sandboxed command must not reach: one in a
+// directory no mount masks (/var/tmp), one under the (fake) home directory,
+// one in the (fake) XDG_RUNTIME_DIR, one in /tmp and an abstract one.
+type sockEnv struct {
+	outside, home, runtime, tmp, abstract string
+	count                                 map[string]*atomic.Int32
+}
+
+func newSockEnv(t *testing.T, e env) sockEnv {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "agentd-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tmp, err := os.MkdirTemp("/tmp", "agentd-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	s := sockEnv{
+		outside:  dir + "/docker.sock",
+		home:     e.home + "/.agentd-test.sock",
+		runtime:  e.xdg + "/bus",
+		tmp:      tmp + "/agent.sock",
+		abstract: fmt.Sprintf("@agentd-sandbox-test-%d", rand.Int64()),
+		count:    map[string]*atomic.Int32{},
+	}
+	for _, a := range s.all() {
+		s.count[a] = unixEcho(t, a)
+	}
+	return s
+}
+
+func (s sockEnv) all() []string { return []string{s.outside, s.home, s.runtime, s.tmp, s.abstract} }
+
+const pyConnect = `import socket, sys
+a = sys.argv[1]
+if a.startswith("@"):
+    a = "\0" + a[1:]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(3)
+s.connect(a)
+print("reply=" + s.recv(16).decode().strip())
+`
+
+// connectAll tries every client against addr and returns which got a reply.
+func connectAll(t *testing.T, sb *Sandbox, p Policy, addr string) (reached []string, out string) {
+	t.Helper()
+	var b strings.Builder
+	if r := runProbe(t, sb, p, "unix-connect", addr); strings.Contains(r.stdout, "result=ok") {
+		reached = append(reached, "go probe")
+		fmt.Fprintf(&b, "go probe: %s\n", r)
+	}
+	if r := runArgv(t, sb, p, p.WorkspaceRoots[0], "python3", "-c", pyConnect, addr); strings.Contains(r.stdout, "reply=pong") {
+		reached = append(reached, "python3")
+		fmt.Fprintf(&b, "python3: %s\n", r)
+	}
+	if !strings.HasPrefix(addr, "@") {
+		if r := runBash(t, sb, p, "nc -U -w 2 "+addr+" </dev/null"); strings.Contains(r.stdout, "pong") {
+			reached = append(reached, "nc -U")
+			fmt.Fprintf(&b, "nc -U: %s\n", r)
+		}
+	}
+	return reached, b.String()
+}
+
+// TestHostUnixSockets: no host Unix socket is reachable by default, in every
+// mode, network on or off: a docker.sock in an unmasked directory, an
+// ssh-agent-like socket under $HOME, a session bus in XDG_RUNTIME_DIR, a
+// socket in /tmp and an abstract socket.
 func TestHostUnixSockets(t *testing.T) {
 	requireTool(t, "nc", "netcat-openbsd")
+	requireTool(t, "python3", "python3")
 	forModes(t, func(t *testing.T, sb *Sandbox) {
 		for _, network := range []bool{false, true} {
 			t.Run(fmt.Sprintf("network=%v", network), func(t *testing.T) {
 				e := newEnv(t)
-				tmpDir, err := os.MkdirTemp("/tmp", "agentd-sock-")
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.RemoveAll(tmpDir) })
-				socks := map[string]*atomic.Int32{
-					e.xdg + "/bus":         unixListener(t, e.xdg+"/bus"),
-					tmpDir + "/agent.sock": unixListener(t, tmpDir+"/agent.sock"),
-					fmt.Sprintf("@agentd-sandbox-test-%d", rand.Int64()): nil,
-				}
-				for addr := range socks {
-					if strings.HasPrefix(addr, "@") {
-						socks[addr] = unixListener(t, addr)
-					}
-				}
+				socks := newSockEnv(t, e)
 				p := e.policy()
 				p.Network = network
-				for addr := range socks {
-					if r := runProbe(t, sb, p, "unix-connect", addr); strings.Contains(r.stdout, "result=ok") {
-						t.Errorf("host unix socket %s reachable\n%s", addr, r)
-					}
-					if !strings.HasPrefix(addr, "@") {
-						if r := runBash(t, sb, p, "nc -U -w 2 "+addr+" </dev/null"); r.code == 0 {
-							t.Errorf("nc -U %s succeeded\n%s", addr, r)
-						}
+				for _, addr := range socks.all() {
+					if reached, out := connectAll(t, sb, p, addr); len(reached) > 0 {
+						t.Errorf("host unix socket %s reachable with %v\n%s", addr, reached, out)
 					}
 				}
-				for addr, n := range socks {
+				for addr, n := range socks.count {
 					if n.Load() != 0 {
 						t.Errorf("host unix socket %s accepted %d connections", addr, n.Load())
 					}
 				}
 			})
+		}
+	})
+}
+
+// TestSocketpairAllowed: socketpair(2) (libuv, Python's multiprocessing and
+// subprocess helpers) keeps working while socket(AF_UNIX) is denied.
+func TestSocketpairAllowed(t *testing.T) {
+	requireTool(t, "python3", "python3")
+	forModes(t, func(t *testing.T, sb *Sandbox) {
+		e := newEnv(t)
+		r := runArgv(t, sb, e.policy(), e.ws, "python3", "-c",
+			`import socket; a, b = socket.socketpair(); a.send(b"ping"); print("got=" + b.recv(4).decode())`)
+		if !strings.Contains(r.stdout, "got=ping") {
+			t.Errorf("socketpair does not work in the sandbox\n%s", r)
 		}
 	})
 }
@@ -815,20 +1007,55 @@ func TestPolicyValidation(t *testing.T) {
 	}
 }
 
-func TestDenyUnixSocketsInBwrap(t *testing.T) {
+// TestUnixSocketOptIn: a policy naming a socket lets the command reach it,
+// also when it sits in a masked directory ($XDG_RUNTIME_DIR); in bubblewrap
+// mode other sockets in masked directories stay hidden. Naming a file that is
+// not a socket is refused (the opt-in must not unmask files).
+func TestUnixSocketOptIn(t *testing.T) {
 	requireTool(t, "nc", "netcat-openbsd")
-	sb := requireMode(t, ModeBwrap)
-	e := newEnv(t)
-	p := e.policy()
-	sock := e.ws + "/own.sock"
-	// Allowed by default in bwrap mode: a server the command starts itself.
-	if r := runBash(t, sb, p, fmt.Sprintf(`nc -lU %[1]s & sleep 0.5; nc -U -w 1 %[1]s </dev/null && echo connected; kill %%1; exit 0`, sock)); !strings.Contains(r.stdout, "connected") {
-		t.Errorf("a unix socket the command creates itself should work in bwrap mode\n%s", r)
-	}
-	p.DenyUnixSockets = true
-	if r := runProbe(t, sb, p, "unix-connect", sock); !strings.Contains(r.stdout, "result=EPERM") {
-		t.Errorf("DenyUnixSockets: want EPERM from socket(AF_UNIX)\n%s", r)
-	}
+	requireTool(t, "python3", "python3")
+	forModes(t, func(t *testing.T, sb *Sandbox) {
+		e := newEnv(t)
+		socks := newSockEnv(t, e)
+		agent := e.xdg + "/ssh-agent.sock"
+		agentCount := unixEcho(t, agent)
+		p := e.policy()
+		p.UnixSockets = []string{socks.outside, socks.runtime}
+		for _, addr := range p.UnixSockets {
+			if reached, out := connectAll(t, sb, p, addr); len(reached) != 3 {
+				t.Errorf("opted-in socket %s reached only by %v, want go probe, python3, nc -U\n%s", addr, reached, out)
+			}
+		}
+		if sb.Mode() == ModeBwrap {
+			for _, addr := range []string{agent, socks.tmp} {
+				if reached, out := connectAll(t, sb, p, addr); len(reached) > 0 {
+					t.Errorf("socket %s (masked, not named) reachable with %v\n%s", addr, reached, out)
+				}
+			}
+			if agentCount.Load() != 0 {
+				t.Errorf("the unnamed runtime-dir socket accepted connections")
+			}
+		}
+		c, err := sb.Command(context.Background(), p, []string{"true"}, e.ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Release()
+		if !strings.Contains(c.Summary, "unix sockets ON") || !strings.Contains(c.Summary, socks.outside) {
+			t.Errorf("the approval summary must name the opted-in sockets: %q", c.Summary)
+		}
+		if !strings.Contains(strings.Join(c.Gaps, "\n"), "unix sockets ON") {
+			t.Errorf("the gaps must say what the opt-in exposes: %q", c.Gaps)
+		}
+		p.UnixSockets = []string{e.home + "/.netrc"}
+		if _, err := sb.Command(context.Background(), p, []string{"true"}, e.ws); !errors.Is(err, ErrPolicy) {
+			t.Errorf("a regular file named as a unix socket: err = %v, want ErrPolicy", err)
+		}
+		p.UnixSockets = []string{"relative.sock"}
+		if _, err := sb.Command(context.Background(), p, []string{"true"}, e.ws); !errors.Is(err, ErrPolicy) {
+			t.Errorf("a relative socket path: err = %v, want ErrPolicy", err)
+		}
+	})
 }
 
 func TestDaemonDeathKillsCommand(t *testing.T) {
@@ -847,4 +1074,33 @@ func TestDaemonDeathKillsCommand(t *testing.T) {
 		launcher.Wait()
 		waitGone(t, m)
 	})
+}
+
+// BenchmarkFindSensitive measures the walk every command start does to find
+// the sensitive workspace files to mask: a tree of 10,000 files in 500
+// directories (three levels), 3 of them sensitive.
+func BenchmarkFindSensitive(b *testing.B) {
+	root := b.TempDir()
+	for d := range 500 {
+		dir := filepath.Join(root, fmt.Sprintf("pkg%02d", d/25), fmt.Sprintf("sub%02d", d%25/5), fmt.Sprintf("leaf%d", d%5))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 20 {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file%02d.go", f)), nil, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, f := range []string{".env", "pkg01/sub02/leaf3/id_rsa", "pkg07/server.pem"} {
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if got := findSensitive([]string{root}, nil); len(got) != 3 {
+			b.Fatalf("found %d sensitive files, want 3: %+v", len(got), got)
+		}
+	}
 }

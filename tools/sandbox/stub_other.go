@@ -15,6 +15,7 @@ type Options struct {
 	Mode       Mode
 	Features   *Features
 	HelperPath string
+	Limits     Limits
 }
 
 // Sandbox is unavailable on this OS.
@@ -31,6 +32,12 @@ type Cmd struct {
 // Release is a no-op here.
 func (c *Cmd) Release() {}
 
+// Kill does nothing here.
+func (c *Cmd) Kill() {}
+
+// Events are empty here.
+func (c *Cmd) Events() ResourceEvents { return ResourceEvents{} }
+
 // Detect reports that nothing is available on this OS.
 func Detect() Features {
 	return Features{Arch: runtime.GOARCH, BwrapErr: "not Linux", LandlockErr: "not Linux", SeccompErr: "not Linux"}
@@ -43,6 +50,9 @@ func New(Options) (*Sandbox, error) {
 
 // Mode is ModeNone.
 func (s *Sandbox) Mode() Mode { return ModeNone }
+
+// HelperPath is empty here.
+func (s *Sandbox) HelperPath() string { return "" }
 
 // Features are empty.
 func (s *Sandbox) Features() Features { return Detect() }
