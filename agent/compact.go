@@ -43,6 +43,9 @@ func (s *Session) estimate() int {
 		from = 0
 	}
 	est := s.lastTokens
+	if from == 0 {
+		est += len(ContextBlock(s.cfg.Facts)) / 3 // sent with the first user message, not in h
+	}
 	for _, m := range h[from:] {
 		est += tokensOf(m)
 	}
@@ -56,8 +59,9 @@ func (s *Session) threshold() int {
 func (s *Session) needsCompaction() bool { return s.estimate() > s.threshold() }
 
 // compact rewrites the history to fit; force summarizes even when elision would be enough (the
-// server said the prompt does not fit).
-func (s *Session) compact(ctx context.Context, turnID string, force bool) {
+// server said the prompt does not fit). It reports whether the history changed: it does not when
+// there is no old tool output to elide and no earlier turn to summarize (or the summary failed).
+func (s *Session) compact(ctx context.Context, turnID string, force bool) bool {
 	before := s.estimate()
 	h := s.History()
 	saved := elideToolOutputs(h)
@@ -78,7 +82,7 @@ func (s *Session) compact(ctx context.Context, turnID string, force bool) {
 		}
 	}
 	if saved == 0 && summary == "" {
-		return
+		return false
 	}
 	s.mu.Lock()
 	s.history = h
@@ -87,6 +91,7 @@ func (s *Session) compact(ctx context.Context, turnID string, force bool) {
 	after = s.estimate()
 	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h, Summary: summary})
 	s.kernel.Emit(Compacted{TurnID: turnID, Before: before, After: after, Summary: summary})
+	return true
 }
 
 // elideToolOutputs shortens older tool outputs in place and returns the bytes removed.

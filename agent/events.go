@@ -76,7 +76,8 @@ type Compacted struct {
 }
 
 // TurnEnd closes a turn. Reason is "done", "cancelled", "steps_exhausted", "time_exhausted",
-// "terminated" or "error"; Err is set for "error".
+// "terminated", "blocked" (a call was refused with GateDecision.EndTurn) or "error"; Err is set
+// for "error".
 type TurnEnd struct {
 	TurnID string
 	Reason string

@@ -36,6 +36,10 @@ type GateDecision struct {
 	Type tools.ResultType
 	// Reason is told to the model with a refusal (the user's words, or the policy's).
 	Reason string
+	// EndTurn makes a refusal end the turn after this batch instead of returning to the model:
+	// nothing the model can do changes it (no one can give the approval the call needs). The
+	// result is marked Halt.
+	EndTurn bool
 }
 
 // ExecFunc runs a prepared call. Middleware wraps it.
@@ -325,13 +329,21 @@ func refusal(call *tools.Call, d GateDecision) tools.Result {
 		t = tools.RejectedByUser
 	}
 	msg := "The user rejected this call; nothing was changed."
-	if t == tools.PermissionDenied {
+	switch t {
+	case tools.PermissionDenied:
 		msg = "This call is not permitted; nothing was changed."
+	case tools.ApprovalUnavailable:
+		msg = "Not run: this call needs an approval that no one can give here; nothing was changed."
+	}
+	if d.EndTurn {
+		msg += " The turn ends here."
 	}
 	if d.Reason != "" {
 		msg += " Reason: " + d.Reason
 	}
-	return tools.ErrorResult(call.ID, call.Name, t, msg)
+	r := tools.ErrorResult(call.ID, call.Name, t, msg)
+	r.Halt = d.EndTurn
+	return r
 }
 
 func errorResult(call *tools.Call, fallback tools.ResultType, err error) tools.Result {

@@ -3,8 +3,11 @@ package agent
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/tools"
 )
@@ -14,18 +17,73 @@ var systemTemplate string
 
 var systemTmpl = template.Must(template.New("system").Parse(systemTemplate))
 
-// WorkspaceFacts are what the system prompt tells the model about where it works.
+// The prompt has two parts, so that Ollama's prompt cache covers the long one in every folder:
+//
+//   - the system prompt (SystemPrompt): instructions and, for text tool calls, the tool list. It
+//     depends only on the tools and the calling mode, never on the workspace, so it is byte-identical
+//     across workspaces and sessions. Chat templates render the native tool block inside or right
+//     after the system message, so whatever the system message holds precedes the tools.
+//   - the context block (ContextBlock): the workspace facts and the project's instructions. It is
+//     put at the start of the first user message of every request (withContext), after the system
+//     message and the tool block, and is not stored in the history.
+//
+// A second system message would not do: Ollama's template package joins every system message into
+// the one .System, which the Qwen templates render before the tool block (see
+// prompt_render_test.go).
+
+// WorkspaceFacts are what the context block tells the model about where it works.
 type WorkspaceFacts struct {
 	Root string
 	OS   string
 	// Git summarises the repository state ("branch main, 3 changed files"), empty outside a repo.
 	Git string
+	// Instructions are the project's instructions (AGENTS.md); nil when there are none or the
+	// harness did not read them (an untrusted workspace).
+	Instructions *Instructions
+}
+
+// MaxInstructionsBytes caps the project instructions that go into the prompt (about 2.7k tokens):
+// small local models have small windows, and the instructions are sent with every request.
+const MaxInstructionsBytes = 8 << 10
+
+// Instructions are a project's instructions file as the model reads it.
+type Instructions struct {
+	// Path is the file, relative to the workspace root ("AGENTS.md").
+	Path string
+	// Text is what the model reads: the file's text, cut to MaxInstructionsBytes.
+	Text string
+	// Bytes is the file's whole size.
+	Bytes int64
+	// Truncated says Text is only the beginning of the file.
+	Truncated bool
+}
+
+// NewInstructions builds Instructions from the beginning of a file (data, at least
+// MaxInstructionsBytes+1 bytes of it when the file is that long) and the file's size. A longer
+// file is cut at the last line break within the cap (or the last whole character), and says so.
+func NewInstructions(path string, data []byte, size int64) *Instructions {
+	in := &Instructions{Path: path, Bytes: max(size, int64(len(data)))}
+	if len(data) > MaxInstructionsBytes || in.Bytes > MaxInstructionsBytes {
+		in.Truncated = true
+		data = data[:min(len(data), MaxInstructionsBytes)]
+		if i := strings.LastIndexByte(string(data), '\n'); i >= MaxInstructionsBytes/2 {
+			data = data[:i+1]
+		}
+		// A character cut in two is dropped.
+		if i := lastRuneStart(data); i >= 0 && !utf8.FullRune(data[i:]) {
+			data = data[:i]
+		}
+	}
+	in.Text = strings.TrimSpace(strings.ToValidUTF8(string(data), "\uFFFD"))
+	return in
 }
 
 // SystemPrompt renders the system prompt: short, concrete guidance written for 7–32B local models.
 // With textTools (a model without native tool calling) it also lists the tools and the text format
-// for calling them. The result depends only on its inputs, so it is stable for a session.
-func SystemPrompt(f WorkspaceFacts, defs []tools.Definition, textTools bool) string {
+// for calling them. It depends on nothing else — not on the workspace — so it is byte-identical
+// across workspaces and sessions, and Ollama's prompt cache covers it (and the tool block the
+// template renders after it) in every folder.
+func SystemPrompt(defs []tools.Definition, textTools bool) string {
 	var list strings.Builder
 	if textTools {
 		for _, d := range defs {
@@ -40,14 +98,67 @@ func SystemPrompt(f WorkspaceFacts, defs []tools.Definition, textTools bool) str
 	}
 	var b strings.Builder
 	err := systemTmpl.Execute(&b, struct {
-		WorkspaceFacts
 		TextTools bool
 		ToolList  string
-	}{f, textTools, strings.TrimRight(list.String(), "\n")})
+	}{textTools, strings.TrimRight(list.String(), "\n")})
 	if err != nil {
 		panic(err) // the template is embedded and fixed
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// ContextBlock renders the per-workspace part of the prompt, "" when f is empty. The result
+// depends only on f, which a session fixes when it starts, so every request of a session carries
+// the same bytes.
+func ContextBlock(f WorkspaceFacts) string {
+	if f == (WorkspaceFacts{}) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<context>\n")
+	if f.Root != "" {
+		fmt.Fprintf(&b, "Workspace: %s\n", f.Root)
+	}
+	if f.OS != "" {
+		fmt.Fprintf(&b, "Operating system: %s\n", f.OS)
+	}
+	if f.Git != "" {
+		fmt.Fprintf(&b, "Git: %s\n", f.Git)
+	}
+	if in := f.Instructions; in != nil && in.Text != "" {
+		fmt.Fprintf(&b, "\nProject instructions, from %s at the workspace root:\n%s\n", in.Path, in.Text)
+		if in.Truncated {
+			fmt.Fprintf(&b, "[%s is %d bytes: only the first %d are shown. Read the file for the rest.]\n", in.Path, in.Bytes, len(in.Text))
+		}
+	}
+	b.WriteString("</context>")
+	return b.String()
+}
+
+// withContext returns the history as requests send it: the context block at the start of the
+// first user message (the first prompt, or the summary after a compaction). h is not modified.
+func withContext(h []Message, block string) []Message {
+	if block == "" {
+		return h
+	}
+	for i, m := range h {
+		if m.Role == RoleUser {
+			out := slices.Clone(h)
+			out[i].Content = block + "\n\n" + m.Content
+			return out
+		}
+	}
+	return h
+}
+
+// lastRuneStart is the index of the last byte that starts a character, -1 when none does.
+func lastRuneStart(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 func firstParagraph(s string) string {

@@ -21,6 +21,8 @@ type BatchResult struct {
 	Terminate bool
 	// Steered is set when a queued user message interrupted the batch.
 	Steered bool
+	// Halt is set when a call's result says the turn must end (tools.Result.Halt).
+	Halt bool
 }
 
 // RunBatch runs the tool calls of one model reply.
@@ -98,11 +100,12 @@ func (k *Kernel) RunBatch(ctx context.Context, calls []ToolCall, steer <-chan st
 		b.finished(<-b.done)
 	}
 	// The loop ends only if every call asked to (an error or a skipped call never asks).
-	term := n > 0
+	term, halt := n > 0, false
 	for i := range b.results {
 		term = term && b.results[i].Terminate && !b.results[i].IsError
+		halt = halt || b.results[i].Halt
 	}
-	return BatchResult{Results: b.results, Terminate: term, Steered: b.isSteered()}
+	return BatchResult{Results: b.results, Terminate: term, Steered: b.isSteered(), Halt: halt}
 }
 
 // batch is the state of one RunBatch. Its goroutine owns everything but the fields under mu,

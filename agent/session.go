@@ -32,7 +32,8 @@ type SessionConfig struct {
 	Journal Journal
 	// Sink receives every event of the session.
 	Sink Sink
-	// Facts describe the workspace for the system prompt of a new session.
+	// Facts describe the workspace: the context block at the start of the first user message of
+	// every request (ContextBlock), never the system prompt, which stays the same in every folder.
 	Facts WorkspaceFacts
 	// History resumes a stored session (starting with its system message); nil starts a new one.
 	History []Message
@@ -125,11 +126,16 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		steerSig:  make(chan struct{}, 1),
 		turnSeq:   cfg.Turns,
 	}
+	if cfg.Think && !cfg.Info.Thinking {
+		// The request goes without thinking (callModel); the user asked for it, so say why.
+		slog.Warn(fmt.Sprintf("thinking is off: %s does not have the thinking capability (see `ollama show %s`), so --think / `think on` has no effect", cfg.Info.Name, cfg.Info.Name),
+			"session", cfg.ID, "model", cfg.Info.Name)
+	}
 	if len(cfg.History) > 0 {
 		s.history = append([]Message(nil), cfg.History...)
 		s.textTools = s.textTools || strings.Contains(s.history[0].Content, "<tool_call>")
 	} else {
-		s.appendMessage("", Message{Role: RoleSystem, Content: SystemPrompt(cfg.Facts, s.defs, s.textTools)})
+		s.appendMessage("", Message{Role: RoleSystem, Content: SystemPrompt(s.defs, s.textTools)})
 	}
 	go s.loop()
 	return s, nil
@@ -276,7 +282,10 @@ func (s *Session) runTurn(req turnRequest) {
 
 // steps alternates model calls and tool batches until the turn ends.
 func (s *Session) steps(ctx context.Context, turnID string) (reason string, err error) {
-	nudged, continued, overflowRetried := false, 0, false
+	// overflowed: the last request did not fit the window and the history was compacted for the
+	// retry. A request is never sent again unchanged after it failed: a second overflow in a row,
+	// or a compaction that changed nothing, ends the turn.
+	nudged, continued, overflowed := false, 0, false
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return "cancelled", nil
@@ -285,7 +294,7 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 			return "steps_exhausted", nil
 		}
 		s.drainSteering(turnID)
-		if s.needsCompaction() {
+		if s.needsCompaction() && !overflowed {
 			s.compact(ctx, turnID, false)
 		}
 		resp, err := s.callModel(ctx, turnID, step)
@@ -297,13 +306,23 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 			case errors.As(err, &me) && me.Kind == ErrNoToolSupport && !s.textTools:
 				s.switchToTextTools(turnID)
 				continue
-			case errors.As(err, &me) && me.Kind == ErrContextOverflow && !overflowRetried:
-				overflowRetried = true
-				s.compact(ctx, turnID, true)
+			case errors.As(err, &me) && me.Kind == ErrContextOverflow:
+				if overflowed {
+					return "error", s.overflowError(me, true)
+				}
+				changed := s.compact(ctx, turnID, true)
+				if ctx.Err() != nil {
+					return "cancelled", nil
+				}
+				if !changed {
+					return "error", s.overflowError(me, false)
+				}
+				overflowed = true
 				continue
 			}
 			return "error", err
 		}
+		overflowed = false
 		calls := s.takeCalls(turnID, &resp.Message)
 		s.appendMessage(turnID, resp.Message)
 
@@ -328,10 +347,37 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 		br := s.kernel.RunBatch(ctx, calls, s.steerSig)
 		s.appendResults(turnID, calls, br.Results)
 		s.sync()
+		if br.Halt {
+			// A call was refused in a way the model cannot change (GateDecision.EndTurn): the
+			// model reads the result when the conversation continues, not now.
+			return "blocked", nil
+		}
 		if br.Terminate {
 			return "terminated", nil
 		}
 	}
+}
+
+// overflowError is the turn's error when the conversation does not fit the window: after one
+// compaction and retry (compacted), or when compaction could not shrink anything. It names the
+// window in use and the model's trained length; the adapter's fix names the setting.
+func (s *Session) overflowError(me *ModelError, compacted bool) error {
+	trained := s.cfg.Info.ContextLength
+	limit := "an unknown context length"
+	if trained > 0 {
+		limit = fmt.Sprintf("%d tokens", trained)
+	}
+	how := "even after compacting the history"
+	if !compacted {
+		how = "and compacting the history cannot shrink it"
+	}
+	e := &ModelError{Kind: ErrContextOverflow, Status: me.Status, Err: me, Fix: me.Fix,
+		Message: fmt.Sprintf("the conversation does not fit the context window in use (%d tokens) %s; the model %s was trained for %s (server: %s)",
+			s.cfg.NumCtx, how, s.cfg.Info.Name, limit, me.Message)}
+	if trained > 0 && s.cfg.NumCtx >= trained {
+		e.Fix = "the window is already the model's trained length: start a new session, or ask for less at a time (smaller files, narrower searches)"
+	}
+	return e
 }
 
 // callModel sends the history and streams the reply.
@@ -422,7 +468,7 @@ func resultText(r tools.Result) string {
 func (s *Session) requestMessages() []Message {
 	// The loop goroutine is the only writer of history: it may read it without a copy. The cap is
 	// clipped so that an append by the loop can never write into a slice a request still holds.
-	h := s.history[:len(s.history):len(s.history)]
+	h := withContext(s.history[:len(s.history):len(s.history)], ContextBlock(s.cfg.Facts))
 	if !s.textTools {
 		return h
 	}
@@ -446,7 +492,7 @@ func (s *Session) switchToTextTools(turnID string) {
 	slog.Info("model has no native tool calling: switching to text tool calls", "session", s.cfg.ID, "model", s.cfg.Info.Name)
 	s.textTools = true
 	s.mu.Lock()
-	s.history[0] = Message{Role: RoleSystem, Content: SystemPrompt(s.cfg.Facts, s.defs, true)}
+	s.history[0] = Message{Role: RoleSystem, Content: SystemPrompt(s.defs, true)}
 	h := append([]Message(nil), s.history...)
 	s.mu.Unlock()
 	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h})

@@ -159,7 +159,7 @@ func (c *Client) finish(a *assembly, numCtx int) (*agent.ModelResponse, error) {
 			Kind:    agent.ErrContextOverflow,
 			Status:  200,
 			Message: fmt.Sprintf("the prompt filled the whole context window (%d of %d tokens): the server cut part of it", n, limit),
-			Fix:     "compact the conversation or raise the context size (num_ctx)",
+			Fix:     c.overflowFix(),
 		}
 	}
 	return &agent.ModelResponse{

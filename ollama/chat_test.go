@@ -420,7 +420,7 @@ func TestChatErrors(t *testing.T) {
 		{"404 not ollama", ollamatest.HTTPError(404, "404 page not found"), agent.ErrServer, 404, "page not found", "OLLAMA_HOST"},
 		{"400 tools", ollamatest.HTTPError(400, "registry.ollama.ai/library/qwen3:8b does not support tools"), agent.ErrNoToolSupport, 400, "does not support tools", "text"},
 		{"400 thinking", ollamatest.HTTPError(400, `"qwen3:8b" does not support thinking`), agent.ErrNoThinking, 400, "thinking", "thinking off"},
-		{"400 overflow", ollamatest.HTTPError(400, "the input length exceeds the context length"), agent.ErrContextOverflow, 400, "exceeds", "num_ctx"},
+		{"400 overflow", ollamatest.HTTPError(400, "the input length exceeds the context length"), agent.ErrContextOverflow, 400, "exceeds", "--context-length N, `context-length N` in the config"},
 		{"400 other", ollamatest.HTTPError(400, "invalid options"), agent.ErrBadRequest, 400, "invalid options", ""},
 		{"401", ollamatest.HTTPError(401, "unauthorized"), agent.ErrBadRequest, 401, "authorization", "OLLAMA_HOST"},
 		{"422", ollamatest.HTTPError(422, "unprocessable"), agent.ErrBadRequest, 422, "unprocessable", ""},
@@ -433,7 +433,7 @@ func TestChatErrors(t *testing.T) {
 		{"error line", ollamatest.Reply{Text: "Partial answer", Error: "an error was encountered while running the model: CUDA error"}, agent.ErrStreamBroken, 200, "CUDA error", "retry"},
 		{"no done", ollamatest.Reply{Text: "Partial answer", NoDone: true}, agent.ErrStreamBroken, 200, "without its done chunk", "retry"},
 		{"cut connection", ollamatest.Reply{Text: "Partial answer", Abort: true}, agent.ErrStreamBroken, 200, "", "retry"},
-		{"silent truncation", ollamatest.Reply{Text: "Hi", FillContext: true}, agent.ErrContextOverflow, 200, "8192 of 8192", "num_ctx"},
+		{"silent truncation", ollamatest.Reply{Text: "Hi", FillContext: true}, agent.ErrContextOverflow, 200, "8192 of 8192", "--context-length N, `context-length N` in the config"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,7 +98,7 @@ func (c *Client) statusError(code int, msg string, err error) *agent.ModelError 
 			e.Fix = "turn thinking off for " + c.model
 		case strings.Contains(lower, "exceeds the context length"):
 			e.Kind = agent.ErrContextOverflow
-			e.Fix = "compact the conversation or raise the context size (num_ctx)"
+			e.Fix = c.overflowFix()
 		default:
 			e.Kind = agent.ErrBadRequest
 		}
@@ -132,4 +132,20 @@ func unwrapURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// overflowFix is what a user can do when the prompt does not fit the window: raise agentd's
+// context-length setting (the window agentd sends as num_ctx, which users do not set themselves),
+// up to the model's trained length when it is known.
+func (c *Client) overflowFix() string {
+	c.mu.Lock()
+	trained := c.trained
+	c.mu.Unlock()
+	fix := "raise the context window with --context-length N, `context-length N` in the config " +
+		"($XDG_CONFIG_HOME/agentd/config) or AGENTD_CONTEXT_LENGTH=N (editors: agentd.contextLength in VS Code, " +
+		"context_length in Neovim)"
+	if trained > 0 {
+		fix += fmt.Sprintf(", up to the model's trained %d tokens", trained)
+	}
+	return fix + "; or start a new session"
 }

@@ -24,9 +24,13 @@ const (
 	IOError          ResultType = "io_error"
 )
 
+// ApprovalUnavailable: the call needs an approval that no one can give here (agentd run without a
+// terminal). It did not run, and the turn ends after its batch (Result.Halt).
+const ApprovalUnavailable ResultType = "approval_unavailable"
+
 // ResultTypes lists every result type, in a stable order.
 var ResultTypes = []ResultType{OK, NotFound, InvalidArgs, ReadFirst, Stale, PermissionDenied,
-	RejectedByUser, Timeout, Cancelled, Oversized, ExecFailed, IOError}
+	RejectedByUser, ApprovalUnavailable, Timeout, Cancelled, Oversized, ExecFailed, IOError}
 
 // Result is the typed outcome of one call, in every path (success or early exit).
 type Result struct {
@@ -41,6 +45,10 @@ type Result struct {
 	Terminate bool
 	Elapsed   time.Duration
 	Meta      Meta
+
+	// Halt ends the turn after the call's batch: the gate refused the call in a way the model
+	// cannot resolve (agent.GateDecision.EndTurn). Unlike Terminate, one halted call is enough.
+	Halt bool
 }
 
 // Text returns the concatenated text blocks of the result.

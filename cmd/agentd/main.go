@@ -13,14 +13,16 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/agentd/agentd/tools/gocache"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
 var version = "0.1.0"
 
 func main() {
-	// The sandbox helper runs inside the sandbox before anything else (see tools/sandbox).
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+	// The sandbox helper and the go command's cache program (tools/gocache) run inside the
+	// sandbox, before anything else.
+	if len(os.Args) > 1 && (os.Args[1] == sandbox.HelperArg || os.Args[1] == gocache.Arg) {
 		sandbox.HelperMain()
 		return
 	}
@@ -68,6 +70,11 @@ usage:
 Common flags: --ollama-host, --model, --approval, --context-length, --think, --state-dir.
 Environment: OLLAMA_HOST, AGENTD_MODEL, AGENTD_APPROVAL, AGENTD_CONTEXT_LENGTH, AGENTD_LOG=debug.
 Config: $XDG_CONFIG_HOME/agentd/config (lines such as "model qwen3:8b", "mode auto-edit").
+
+agentd run exits 0 when the turn is done and no call was refused; 1 on an error; 2 on bad flags or
+configuration; 3 at the turn's step or time limit; 4 when a call was refused (rejected at the
+prompt, or not permitted); 5 when a call needed an approval no one could give (no terminal), which
+stops the turn; 130 when cancelled.
 `)
 }
 

@@ -15,13 +15,25 @@ import (
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/daemon"
 	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/tools"
 	"golang.org/x/term"
+)
+
+// Exit codes of `agentd run` (README.md lists them).
+const (
+	exitOK        = 0   // the turn finished and no call was refused
+	exitError     = 1   // a model, server or setup error (the message says which, and the fix)
+	exitUsage     = 2   // bad flags, arguments or configuration
+	exitLimit     = 3   // the turn stopped at its step or time limit
+	exitRefused   = 4   // the turn finished, but a call was refused: rejected at the prompt, or not permitted
+	exitNoApprove = 5   // a call needed an approval no one could give (no terminal); the turn stopped there
+	exitCancelled = 130 // cancelled (Ctrl-C, or q at a prompt)
 )
 
 // runCmd runs one turn in a workspace from the terminal: the answer streams to stdout, tool
 // activity to stderr, and every change or command the policy asks about is shown (a colored diff,
-// the exact command) and approved at the prompt. Without a terminal nothing is asked: what the
-// approval mode does not allow is rejected.
+// the exact command) and approved at the prompt. Without a terminal nothing is asked: a call the
+// approval mode does not allow is not run, the turn stops there, and the exit code says so.
 func runCmd(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var s settings
@@ -29,17 +41,17 @@ func runCmd(args []string) int {
 	dir := fs.String("C", ".", "the workspace directory")
 	resume := fs.String("resume", "", "resume a stored session by ID")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
 	prompt := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if prompt == "" {
 		fmt.Fprintln(os.Stderr, `usage: agentd run [-C DIR] [--model M] [--approval MODE] [--resume ID] "prompt"`)
-		return 2
+		return exitUsage
 	}
 	opts, warnings, err := s.resolve()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
-		return 2
+		return exitUsage
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "agentd: warning:", w)
@@ -56,6 +68,14 @@ func runCmd(args []string) int {
 		return 1
 	}
 	defer h.Close()
+	if *resume != "" && s.approval != "" && s.approval != h.Settings.ApprovalMode {
+		// A resumed session keeps its mode unless --approval says otherwise (the way to go on
+		// after a call needed an approval no one could give).
+		if err := h.SetMode(s.approval); err != nil {
+			fmt.Fprintln(os.Stderr, "agentd:", err)
+			return exitUsage
+		}
+	}
 
 	tty := term.IsTerminal(int(os.Stdin.Fd()))
 	color := term.IsTerminal(int(os.Stderr.Fd())) && os.Getenv("NO_COLOR") == ""
@@ -67,8 +87,10 @@ func runCmd(args []string) int {
 		ask = nil // no one to ask: the gate rejects what the mode does not allow
 	}
 	ends := make(chan agent.TurnEnd, 1)
+	var tally refusals // written by the session's events, read after the TurnEnd arrived
 	sess, err := h.Start(context.Background(), ask, func(e agent.Event) {
 		ui.event(e)
+		tally.observe(e)
 		if te, ok := e.(agent.TurnEnd); ok {
 			ends <- te
 		}
@@ -78,6 +100,9 @@ func runCmd(args []string) int {
 		return 1
 	}
 	defer sess.Close()
+	if note := daemon.InstructionsNote(h.Instructions()); note != "" {
+		fmt.Fprintln(os.Stderr, "agentd:", note)
+	}
 	if _, err := sess.Prompt(prompt); err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1
@@ -96,18 +121,85 @@ func runCmd(args []string) int {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "\nagentd: session %s (continue it with: agentd run --resume %s \"…\")\n", h.ID(), h.ID())
+	return exitCode(os.Stderr, end, &tally)
+}
+
+// exitCode reports how the turn ended and returns the exit code (see the exit* constants). Every
+// call that was not run as asked is listed in full, with what would allow it.
+func exitCode(w io.Writer, end agent.TurnEnd, t *refusals) int {
+	switch end.Reason {
+	case "cancelled":
+		return exitCancelled
+	case "error":
+		fmt.Fprintln(w, "agentd:", describeErr(end.Err))
+		return exitError
+	}
+	if len(t.unapproved) > 0 || end.Reason == "blocked" {
+		fmt.Fprintf(w, "agentd: the turn stopped: %s not run because %s an approval and there is no terminal to ask in:\n",
+			plural(len(t.unapproved), "call was", "calls were"), pick(len(t.unapproved), "it needs", "they need"))
+		t.list(w, t.unapproved)
+		return exitNoApprove
+	}
+	if len(t.refused) > 0 {
+		fmt.Fprintf(w, "agentd: not everything asked was done: %s refused:\n", plural(len(t.refused), "call was", "calls were"))
+		t.list(w, t.refused)
+	}
 	switch end.Reason {
 	case "done", "terminated":
-		return 0
-	case "cancelled":
-		return 130
-	case "error":
-		fmt.Fprintln(os.Stderr, "agentd:", describeErr(end.Err))
-		return 1
+		if len(t.refused) > 0 {
+			return exitRefused
+		}
+		return exitOK
 	default:
-		fmt.Fprintln(os.Stderr, "agentd: the turn stopped:", end.Reason)
-		return 3
+		fmt.Fprintln(w, "agentd: the turn stopped:", end.Reason)
+		return exitLimit
 	}
+}
+
+// refusals collects the calls of a turn that were not run as asked.
+type refusals struct {
+	args       map[string]string // by call ID, from ToolStart
+	refused    []agent.ToolEnd   // rejected_by_user, permission_denied
+	unapproved []agent.ToolEnd   // approval_unavailable
+}
+
+func (r *refusals) observe(e agent.Event) {
+	switch e := e.(type) {
+	case agent.ToolStart:
+		if r.args == nil {
+			r.args = map[string]string{}
+		}
+		r.args[e.CallID] = string(e.Args)
+	case agent.ToolEnd:
+		switch e.Result.Type {
+		case tools.ApprovalUnavailable:
+			r.unapproved = append(r.unapproved, e)
+		case tools.RejectedByUser, tools.PermissionDenied:
+			r.refused = append(r.refused, e)
+		}
+	}
+}
+
+// list prints each call and its whole result text: the reason, and what would allow it.
+func (r *refusals) list(w io.Writer, ends []agent.ToolEnd) {
+	for _, e := range ends {
+		fmt.Fprintf(w, "  %s %s\n", e.Tool, shorten(r.args[e.CallID], 200))
+		for _, line := range strings.Split(strings.TrimRight(e.Result.Text(), "\n"), "\n") {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	}
+}
+
+// plural says "1 call was" or "2 calls were".
+func plural(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, pick(n, one, many))
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func describeErr(err error) string {
@@ -249,6 +341,14 @@ func (a *terminalAsker) Ask(ctx context.Context, q daemon.Question) (daemon.Answ
 	default:
 		fmt.Fprintf(w, "  %s\n", q.Call.Label)
 		options = "[y] allow  [n] reject (with a reason)  [q] cancel the turn"
+		for _, g := range q.Grants {
+			if g.Scope == policy.ScopeTool { // e.g. an MCP tool: allow that tool for the session
+				g := g
+				sessionGrant = &g
+				options = fmt.Sprintf("[y] allow  [a] allow %s for this session  [n] reject (with a reason)  [q] cancel the turn", g)
+				break
+			}
+		}
 	}
 	for {
 		fmt.Fprintf(w, "%s ", options)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/creack/pty"
+	"github.com/ollama/ollama/api"
 )
 
 // These tests drive the real agentd binary against the fake Ollama server.
@@ -125,7 +126,7 @@ func (e *runEnv) runPTY(answers []answer, args ...string) (string, int) {
 		}
 	}()
 	next, from := 0, 0
-	deadline := time.Now().Add(240 * time.Second) // a cold build cache compiles the testing package
+	deadline := time.Now().Add(240 * time.Second) // generous: the machine may be loaded
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for {
@@ -177,19 +178,28 @@ func (e *runEnv) lastToolResult() string {
 
 var sessionRE = regexp.MustCompile(`session (s-[0-9a-f-]+)`)
 
+// answerCheckSh is the workspace's test as a shell script: the command the model runs must be cheap
+// and independent of the machine's state (a sandboxed `go test` would compile the standard library
+// into a cold build cache first, which alone can exceed the command's time limit on a loaded
+// machine).
+const answerCheckSh = "if grep -q 'return 2' answer.go; then echo 'ok  answer'; else echo 'FAIL answer: Answer() does not return 2'; exit 1; fi\n"
+
 func TestRunReadEditTestAndAnswer(t *testing.T) {
 	e := newRunEnv(t)
+	if err := os.WriteFile(filepath.Join(e.ws, "test.sh"), []byte(answerCheckSh), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e.ollama.Enqueue(
 		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
 		ollamatest.Calls(ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 2"}`)),
-		ollamatest.Calls(ollamatest.Call("bash", `{"command":"go test ./...","description":"run the tests"}`)),
+		ollamatest.Calls(ollamatest.Call("bash", `{"command":"sh test.sh","description":"run the tests"}`)),
 		ollamatest.Text("Answer now returns 2 and the tests pass."),
 	)
 	out, code := e.runPTY([]answer{{"[y] apply", "y\n"}, {"[y] run", "y\n"}}, "run", "make the test pass")
 	if code != 0 {
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
-	for _, want := range []string{"-\treturn 1", "+\treturn 2", "$ go test ./...", "Answer now returns 2 and the tests pass."} {
+	for _, want := range []string{"-\treturn 1", "+\treturn 2", "$ sh test.sh", "Answer now returns 2 and the tests pass."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -197,8 +207,8 @@ func TestRunReadEditTestAndAnswer(t *testing.T) {
 	if got := e.read("answer.go"); got != strings.Replace(answerGo, "return 1", "return 2", 1) {
 		t.Errorf("answer.go =\n%s", got)
 	}
-	if tr := e.lastToolResult(); !strings.Contains(tr, "ok") || !strings.Contains(tr, "answer") {
-		t.Errorf("the model did not see the test output:\n%s", tr)
+	if tr := e.lastToolResult(); !strings.Contains(tr, "ok  answer") || strings.Contains(tr, "FAIL") {
+		t.Errorf("the model did not see the passing test's output:\n%s", tr)
 	}
 
 	// Revert the turn: the file is restored, the git index untouched.
@@ -225,7 +235,7 @@ func TestRunRejectedEditLeavesTheFileAndTellsTheModel(t *testing.T) {
 		ollamatest.Text("Understood, I left it."),
 	)
 	out, code := e.runPTY([]answer{{"[y] apply", "n\n"}, {"reason", "three is the wrong answer\n"}}, "run", "change it")
-	if code != 0 {
+	if code != exitRefused || !strings.Contains(out, "1 call was refused") { // not everything asked was done
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
 	if e.read("answer.go") != answerGo {
@@ -241,20 +251,19 @@ func TestRunWithoutATerminalRejectsWhatTheModeDoesNotAllow(t *testing.T) {
 	e.ollama.Enqueue(
 		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
 		ollamatest.Calls(ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 2"}`)),
-		ollamatest.Text("I could not edit."),
 	)
 	cmd := exec.Command(agentdBin, "run", "change it")
 	cmd.Dir, cmd.Env = e.ws, e.env()
 	cmd.Stdin = nil
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitNoApprove { // the turn stops there: run_honest_e2e_test.go
+		t.Fatalf("%v (want exit status %d)\n%s", err, exitNoApprove, out)
 	}
 	if e.read("answer.go") != answerGo {
 		t.Error("an edit ran without anyone to approve it")
 	}
-	if tr := e.lastToolResult(); !strings.Contains(tr, "no one can approve") {
-		t.Errorf("tool result:\n%s", tr)
+	if !strings.Contains(string(out), "no one can approve") {
+		t.Errorf("output:\n%s", out)
 	}
 	// auto-edit applies edits without asking.
 	e.ollama.Enqueue(
@@ -309,7 +318,18 @@ func TestKilledMidSessionIsResumable(t *testing.T) {
 	if !strings.Contains(string(out), "Resumed: the answer is 1.") {
 		t.Errorf("output:\n%s", out)
 	}
-	last := e.ollama.Chats()[len(e.ollama.Chats())-1].Request.Messages
+	// The run ends by handing the model back to Ollama's own keep-alive (a request without
+	// messages); the turn's last request is the one before it.
+	chats := e.ollama.Chats()
+	if rel := chats[len(chats)-1].Request; len(rel.Messages) != 0 || rel.KeepAlive == nil || rel.KeepAlive.Duration != 5*time.Minute {
+		t.Errorf("the run's last request is not the model's release: %s", chats[len(chats)-1].Body)
+	}
+	var last []api.Message
+	for i := len(chats) - 1; i >= 0 && last == nil; i-- {
+		if len(chats[i].Request.Messages) > 0 {
+			last = chats[i].Request.Messages
+		}
+	}
 	var prompts []string
 	readResult := false
 	for _, m := range last {
@@ -320,7 +340,7 @@ func TestKilledMidSessionIsResumable(t *testing.T) {
 			readResult = true
 		}
 	}
-	if len(prompts) != 2 || prompts[0] != "first task" || !readResult {
+	if len(prompts) != 2 || !strings.HasSuffix(prompts[0], "</context>\n\nfirst task") || !readResult { // the context block: agent/prompt.go
 		t.Errorf("resumed history: prompts %q, read result kept %v", prompts, readResult)
 	}
 	if !sessionRE.MatchString(string(out)) {
