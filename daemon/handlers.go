@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -367,4 +368,60 @@ func (c *client) daemonStatus(ctx context.Context) (any, error) {
 		status = modelFailure(err).Error()
 	}
 	return rpc.DaemonStatusResult{Version: rt.opts.Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: status}, nil
+}
+
+// requestHandler serves a client→server request of rpc.Methods.
+type requestHandler func(c *client, ctx context.Context, params json.RawMessage) (any, error)
+
+// notificationHandler serves a client→server notification of rpc.Methods. It must not block for
+// long: notifications are handled one at a time, in wire order.
+type notificationHandler func(c *client, ctx context.Context, params json.RawMessage) error
+
+// requestHandlers and notificationHandlers are the daemon's dispatch: Call and Notify serve
+// exactly these methods. daemon/dispatch_test.go checks them against rpc.Methods both ways.
+var requestHandlers = map[string]requestHandler{
+	rpc.MethodInitialize: func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.initialize(p) },
+	rpc.MethodShutdown: func(c *client, _ context.Context, _ json.RawMessage) (any, error) {
+		c.mu.Lock()
+		c.shutdown = true
+		c.mu.Unlock()
+		return nil, nil
+	},
+	rpc.MethodSessionNew:     func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.sessionNew(ctx, p) },
+	rpc.MethodSessionList:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionList(p) },
+	rpc.MethodSessionAttach:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionAttach(p) },
+	rpc.MethodSessionDetach:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionDetach(p) },
+	rpc.MethodSessionPrompt:  func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.sessionPrompt(ctx, p) },
+	rpc.MethodSessionSteer:   func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.sessionSteer(ctx, p) },
+	rpc.MethodSessionCancel:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionCancel(p) },
+	rpc.MethodSessionRevert:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionRevert(p) },
+	rpc.MethodSessionSetMode: func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionSetMode(p) },
+	rpc.MethodModelList:      func(c *client, ctx context.Context, _ json.RawMessage) (any, error) { return c.modelList(ctx) },
+	rpc.MethodReviewDecide:   func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.reviewDecide(p) },
+	rpc.MethodReviewList:     func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.reviewList(p) },
+	rpc.MethodGrantList:      func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.grantList(p) },
+	rpc.MethodGrantRevoke:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.grantRevoke(p) },
+	rpc.MethodDaemonStatus:   func(c *client, ctx context.Context, _ json.RawMessage) (any, error) { return c.daemonStatus(ctx) },
+}
+
+// ignore serves a notification agentd has nothing to do for.
+func ignore(*client, context.Context, json.RawMessage) error { return nil }
+
+var notificationHandlers = map[string]notificationHandler{
+	rpc.MethodInitialized:            ignore,
+	rpc.MethodSetTrace:               ignore,
+	rpc.MethodDidChangeConfiguration: ignore,
+	rpc.MethodDidSave:                ignore,
+	rpc.MethodExit: func(c *client, _ context.Context, _ json.RawMessage) error {
+		c.exitNotification()
+		return nil
+	},
+	rpc.MethodDidOpen:                   func(c *client, _ context.Context, p json.RawMessage) error { return c.didOpen(p) },
+	rpc.MethodDidChange:                 func(c *client, _ context.Context, p json.RawMessage) error { return c.didChange(p) },
+	rpc.MethodDidClose:                  func(c *client, _ context.Context, p json.RawMessage) error { return c.didClose(p) },
+	rpc.MethodDidChangeWorkspaceFolders: func(c *client, _ context.Context, p json.RawMessage) error { return c.didChangeFolders(p) },
+	rpc.MethodWorkDoneProgressCancel: func(c *client, _ context.Context, p json.RawMessage) error {
+		c.cancelProgress(p)
+		return nil
+	},
 }

@@ -30,6 +30,8 @@ type liveSession struct {
 	turn    string
 	token   string // work-done progress token of the running turn
 	updated time.Time
+
+	prog progressQueue
 }
 
 func (s *Server) newLive(h *Harness) *liveSession {
@@ -98,8 +100,8 @@ func (ls *liveSession) detach(c *client) {
 	}
 	ls.mu.Unlock()
 	for _, r := range orphaned {
-		r.settle(Answer{Decision: AnswerReject, By: "disconnect",
-			Reason: "the editor that was reviewing this change disconnected; nothing was changed"}, "rejected", "disconnect")
+		r.settle(Answer{Decision: AnswerUnavailable, By: "disconnect",
+			Reason: "the editor that was reviewing it disconnected before the user decided"}, "rejected", "disconnect")
 	}
 }
 
@@ -183,6 +185,7 @@ func (ls *liveSession) info() rpc.SessionInfo {
 		ApprovalMode: h.Settings.ApprovalMode, ContextLength: h.Settings.NumCtx,
 		CreatedAt: h.Settings.Created.UTC().Format(time.RFC3339), UpdatedAt: updated.UTC().Format(time.RFC3339),
 		Turns: turns, Running: ls.running() != "", Attached: ls.attachedCount(),
+		Instructions: instructionsInfo(h),
 	}
 }
 
@@ -218,20 +221,20 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 		switch m.Role {
 		case agent.RoleUser:
 			turn++
-			out = append(out, rpc.HistoryItem{Type: "user", TurnID: "t" + strconv.Itoa(turn), Text: m.Content})
+			out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: "t" + strconv.Itoa(turn), Text: m.Content})
 		case agent.RoleAssistant:
 			if m.Content != "" || m.Thinking != "" {
-				out = append(out, rpc.HistoryItem{Type: "assistant", TurnID: "t" + strconv.Itoa(turn), Text: m.Content, Thinking: m.Thinking})
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: "t" + strconv.Itoa(turn), Text: m.Content, Thinking: m.Thinking})
 			}
 			for _, call := range m.ToolCalls {
-				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: "completed", Arguments: call.Arguments}
+				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: rpc.StatusCompleted, Arguments: call.Arguments}
 				if r, ok := results[call.ID]; ok {
-					info.Result = &rpc.ResultInfo{Type: "ok", Text: r.Content}
+					info.Result = &rpc.ResultInfo{Type: rpc.ResultOK, Text: r.Content}
 					if len(r.Content) > 6 && r.Content[:6] == "Error " {
-						info.Result.Type, info.Result.IsError, info.Status = "error", true, "failed"
+						info.Result.Type, info.Result.IsError, info.Status = "error", true, rpc.StatusFailed
 					}
 				}
-				out = append(out, rpc.HistoryItem{Type: "tool", TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
 			}
 		}
 	}
@@ -264,7 +267,7 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 	case agent.TurnStart:
 		ls.turn, ls.calls = e.TurnID, map[string]*rpc.ToolCallInfo{}
 		ls.token = "agentd/" + ls.h.ID() + "/" + e.TurnID
-		go ls.progress("begin", "Thinking…")
+		ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressBegin, message: "Thinking…"})
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnStarted}),
 			up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Prompt})}
 	case agent.UserMessage:
@@ -294,7 +297,7 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 				ContextLength: ls.h.Settings.NumCtx, ContextPercent: pct}}),
 		}
 	case agent.ToolStart:
-		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: "pending", Arguments: validJSON(e.Args)}
+		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: rpc.StatusPending, Arguments: validJSON(e.Args)}
 		ls.calls[e.CallID] = info
 		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallStarted, ToolCall: cloneCall(info)})}
 	case agent.ToolUpdate:
@@ -309,10 +312,10 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 		case e.Preview != nil:
 			info.Preview = previewInfo(e.Preview)
 		case e.Progress != nil:
-			info.Status, info.Progress = "running", e.Progress.Text
+			info.Status, info.Progress = rpc.StatusRunning, e.Progress.Text
 		case e.Activity != "":
-			info.Status, info.Activity = "running", e.Activity
-			go ls.progress("report", e.Activity)
+			info.Status, info.Activity = rpc.StatusRunning, e.Activity
+			ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressReport, message: e.Activity})
 		}
 		out := cloneCall(info)
 		info.Progress = "" // progress chunks are deltas, sent once
@@ -323,9 +326,9 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 			info = &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool}
 		}
 		delete(ls.calls, e.CallID)
-		info.Status, info.Progress = "completed", ""
+		info.Status, info.Progress = rpc.StatusCompleted, ""
 		if e.Result.IsError {
-			info.Status = "failed"
+			info.Status = rpc.StatusFailed
 		}
 		info.Result = resultInfo(e.Result)
 		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallCompleted, ToolCall: info})}
@@ -333,7 +336,7 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateCompaction,
 			Compaction: &rpc.CompactionInfo{TokensBefore: e.Before, TokensAfter: e.After, Summary: e.Summary}})}
 	case agent.TurnEnd:
-		go ls.progress("end", "")
+		ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressEnd})
 		if e.Err != nil {
 			info := errorInfo(e.Err)
 			msg := "agentd: " + info.Message
@@ -341,9 +344,9 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 				msg += " — " + info.Fix
 			}
 			for c := range ls.clients {
-				c.out.pushRaw("window/showMessage", map[string]any{"type": msgError, "message": msg})
+				c.out.pushRaw(rpc.MethodShowMessage, rpc.ShowMessageParams{Type: rpc.MessageError, Message: msg})
 			}
-			return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnFailed, Reason: "error", Error: errorInfo(e.Err)})}
+			return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnFailed, Reason: rpc.ReasonError, Error: errorInfo(e.Err)})}
 		}
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnCompleted, Reason: e.Reason})}
 	}
@@ -365,26 +368,78 @@ func (ls *liveSession) setStatus(callID, status string) {
 	}
 }
 
-// progress reports the running turn as LSP work-done progress to each attached editor.
-func (ls *liveSession) progress(kind, message string) {
-	token := ls.progressToken()
-	for _, c := range ls.clientsSnapshot() {
-		ctx, cancel := context.WithTimeout(c.conn.Context(), 5*time.Second)
-		if kind == "begin" {
-			if err := c.conn.Call(ctx, "window/workDoneProgress/create", map[string]any{"token": token}, nil); err != nil {
-				cancel()
+// progressEvent is one $/progress of a turn's token.
+type progressEvent struct {
+	token, kind, message string
+}
+
+// progressQueue sends a session's work-done progress in the order the turn produced it: begin,
+// reports, end. One goroutine at a time drains it (started when something is queued and none
+// runs), because begin waits for the editor to answer window/workDoneProgress/create, and the
+// notifications then go through each editor's ordered outbox.
+type progressQueue struct {
+	mu      sync.Mutex
+	events  []progressEvent
+	running bool
+	// The editors that created the current token: only they get its reports and end. Owned by
+	// the draining goroutine.
+	token   string
+	created map[*client]bool
+}
+
+func (q *progressQueue) push(ls *liveSession, e progressEvent) {
+	q.mu.Lock()
+	q.events = append(q.events, e)
+	if q.running {
+		q.mu.Unlock()
+		return
+	}
+	q.running = true
+	q.mu.Unlock()
+	go q.drain(ls)
+}
+
+func (q *progressQueue) drain(ls *liveSession) {
+	for {
+		q.mu.Lock()
+		if len(q.events) == 0 {
+			q.events, q.running = nil, false
+			q.mu.Unlock()
+			return
+		}
+		e := q.events[0]
+		q.events = q.events[1:]
+		q.mu.Unlock()
+		q.send(ls, e)
+	}
+}
+
+// send reports one progress event to the editors: begin to each attached editor that creates the
+// token, report and end to those.
+func (q *progressQueue) send(ls *liveSession, e progressEvent) {
+	value := rpc.WorkDoneProgress{Kind: e.kind, Message: e.message}
+	if e.kind == rpc.ProgressBegin {
+		value.Title, value.Cancellable = "agentd", true
+		q.token, q.created = e.token, map[*client]bool{}
+		for _, c := range ls.clientsSnapshot() {
+			ctx, cancel := context.WithTimeout(c.conn.Context(), 5*time.Second)
+			err := c.conn.Call(ctx, rpc.MethodWorkDoneProgressCreate, rpc.WorkDoneProgressCreateParams{Token: e.token}, nil)
+			cancel()
+			if err != nil {
+				slog.Debug("the editor did not create a progress token", "err", err)
 				continue
 			}
+			q.created[c] = true
 		}
-		value := map[string]any{"kind": kind}
-		switch kind {
-		case "begin":
-			value["title"], value["cancellable"], value["message"] = "agentd", true, message
-		case "report":
-			value["message"] = message
-		}
-		c.out.pushRaw("$/progress", map[string]any{"token": token, "value": value})
-		cancel()
+	}
+	if e.token != q.token {
+		return // a token that was never begun
+	}
+	for c := range q.created {
+		c.out.pushRaw(rpc.MethodProgress, rpc.ProgressParams{Token: e.token, Value: value})
+	}
+	if e.kind == rpc.ProgressEnd {
+		q.token, q.created = "", nil
 	}
 }
 

@@ -42,18 +42,43 @@ func NewServer(rt *Runtime) *Server {
 // Runtime returns the server's runtime.
 func (s *Server) Runtime() *Runtime { return s.rt }
 
-// ServeConn serves one editor connection until it ends. The daemon survives a client that
-// vanishes mid-request.
-func (s *Server) ServeConn(rwc io.ReadWriteCloser) {
-	c := &client{srv: s, attached: map[string]*liveSession{}}
+// ServeConn serves one editor connection until it ends: the peer goes away, or it sends the
+// exit notification. The daemon survives a client that vanishes mid-request.
+//
+// After exit, ServeConn closes the transport and returns at once, without waiting for the read
+// loop: a read blocked on stdin never ends while the editor keeps it open. exited reports that
+// the connection ended with exit, and code is the process exit code the LSP asks for then: 0
+// after shutdown, 1 without.
+func (s *Server) ServeConn(rwc io.ReadWriteCloser) (code int, exited bool) {
+	c := &client{srv: s, attached: map[string]*liveSession{}, exit: make(chan struct{})}
 	c.conn = rpc.NewConn(rwc)
 	c.out = newOutbox(c)
 	s.mu.Lock()
 	s.clients[c] = true
 	s.mu.Unlock()
 	c.conn.Go(c)
-	<-c.conn.Done()
-	c.gone()
+	select {
+	case <-c.conn.Done():
+	case <-c.exit:
+	}
+	// exit is handled in wire order, before the read loop can see the end of the stream: when
+	// both happened, exit is already recorded here.
+	select {
+	case <-c.exit:
+		rwc.Close()
+		c.gone()
+		// Handlers still running may attach again: clean up once they are done.
+		go func() {
+			<-c.conn.Done()
+			c.gone()
+		}()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.exitCode, true
+	default:
+		c.gone()
+		return 0, false
+	}
 }
 
 // Shutdown stops every session and closes the stores.
@@ -89,6 +114,8 @@ type client struct {
 	initialized bool
 	shutdown    bool
 	attached    map[string]*liveSession
+	exit        chan struct{} // closed by the exit notification
+	exitCode    int           // set before exit closes: 0 after shutdown, 1 without
 }
 
 func (c *client) reviews() bool {
@@ -114,37 +141,39 @@ func (c *client) gone() {
 	c.srv.mu.Unlock()
 }
 
-// Notify handles notifications in wire order.
+// Notify handles notifications in wire order, through notificationHandlers.
 func (c *client) Notify(ctx context.Context, method string, params json.RawMessage) {
-	var err error
-	switch method {
-	case "initialized", "$/setTrace", "workspace/didChangeConfiguration":
-	case "exit":
-		// Close waits for handlers, this one included: close from another goroutine.
-		go c.conn.Close()
-	case "textDocument/didOpen":
-		err = c.didOpen(params)
-	case "textDocument/didChange":
-		err = c.didChange(params)
-	case "textDocument/didClose":
-		err = c.didClose(params)
-	case "textDocument/didSave":
-	case "workspace/didChangeWorkspaceFolders":
-		err = c.didChangeFolders(params)
-	case "window/workDoneProgress/cancel":
-		c.cancelProgress(params)
-	default:
+	h, ok := notificationHandlers[method]
+	if !ok {
 		slog.Debug("ignored notification", "method", method)
+		return
 	}
-	if err != nil {
+	if err := h(c, ctx, params); err != nil {
 		slog.Warn("notification failed", "method", method, "err", err)
 	}
 }
 
-// Call handles requests concurrently.
+// exitNotification ends the connection (the exit notification).
+func (c *client) exitNotification() {
+	c.mu.Lock()
+	select {
+	case <-c.exit: // a second exit changes nothing
+	default:
+		c.exitCode = 1
+		if c.shutdown {
+			c.exitCode = 0
+		}
+		close(c.exit)
+	}
+	c.mu.Unlock()
+	// Close waits for handlers, this one included: close from another goroutine.
+	go c.conn.Close()
+}
+
+// Call handles requests concurrently, through requestHandlers.
 func (c *client) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if method == "initialize" {
-		return c.initialize(params)
+	if method == rpc.MethodInitialize {
+		return requestHandlers[method](c, ctx, params)
 	}
 	c.mu.Lock()
 	initialized, shutdown := c.initialized, c.shutdown
@@ -152,45 +181,11 @@ func (c *client) Call(ctx context.Context, method string, params json.RawMessage
 	if !initialized {
 		return nil, rpc.Errorf(rpc.CodeServerNotInitialized, "send initialize first")
 	}
-	if shutdown && method != "shutdown" {
+	if shutdown && method != rpc.MethodShutdown {
 		return nil, rpc.Errorf(rpc.CodeServerNotInitialized, "the connection is shutting down")
 	}
-	switch method {
-	case "shutdown":
-		c.mu.Lock()
-		c.shutdown = true
-		c.mu.Unlock()
-		return nil, nil
-	case rpc.MethodSessionNew:
-		return c.sessionNew(ctx, params)
-	case rpc.MethodSessionList:
-		return c.sessionList(params)
-	case rpc.MethodSessionAttach:
-		return c.sessionAttach(params)
-	case rpc.MethodSessionDetach:
-		return c.sessionDetach(params)
-	case rpc.MethodSessionPrompt:
-		return c.sessionPrompt(ctx, params)
-	case rpc.MethodSessionSteer:
-		return c.sessionSteer(ctx, params)
-	case rpc.MethodSessionCancel:
-		return c.sessionCancel(params)
-	case rpc.MethodSessionRevert:
-		return c.sessionRevert(params)
-	case rpc.MethodSessionSetMode:
-		return c.sessionSetMode(params)
-	case rpc.MethodModelList:
-		return c.modelList(ctx)
-	case rpc.MethodReviewDecide:
-		return c.reviewDecide(params)
-	case rpc.MethodReviewList:
-		return c.reviewList(params)
-	case rpc.MethodGrantList:
-		return c.grantList(params)
-	case rpc.MethodGrantRevoke:
-		return c.grantRevoke(params)
-	case rpc.MethodDaemonStatus:
-		return c.daemonStatus(ctx)
+	if h, ok := requestHandlers[method]; ok {
+		return h(c, ctx, params)
 	}
 	return nil, rpc.ErrMethodNotFound
 }

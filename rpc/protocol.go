@@ -10,8 +10,11 @@
 // field is an error.
 package rpc
 
+//go:generate go test -run TestProtocolJSONIsFresh . -update
+
 import (
 	"encoding/json"
+	"reflect"
 
 	"go.lsp.dev/protocol"
 )
@@ -54,29 +57,28 @@ const (
 	MethodDocumentSave = "document/save"
 )
 
-// Methods lists every agentd-specific method with its direction, for documentation checks and
-// editor method tables.
-var Methods = []MethodInfo{
-	{MethodSessionNew, ClientToServer, true},
-	{MethodSessionList, ClientToServer, true},
-	{MethodSessionAttach, ClientToServer, true},
-	{MethodSessionDetach, ClientToServer, true},
-	{MethodSessionPrompt, ClientToServer, true},
-	{MethodSessionSteer, ClientToServer, true},
-	{MethodSessionCancel, ClientToServer, true},
-	{MethodSessionRevert, ClientToServer, true},
-	{MethodSessionSetMode, ClientToServer, true},
-	{MethodModelList, ClientToServer, true},
-	{MethodReviewDecide, ClientToServer, true},
-	{MethodReviewList, ClientToServer, true},
-	{MethodGrantList, ClientToServer, true},
-	{MethodGrantRevoke, ClientToServer, true},
-	{MethodDaemonStatus, ClientToServer, true},
-	{MethodSessionUpdate, ServerToClient, false},
-	{MethodReviewRequested, ServerToClient, false},
-	{MethodReviewResolved, ServerToClient, false},
-	{MethodDocumentSave, ServerToClient, true},
-}
+// LSP methods agentd serves or sends, besides its own. Their params and results are LSP's (from
+// go.lsp.dev/protocol), or agentd's reduction of them to the fields it uses (rpc/lsp.go and the
+// progress and message types below).
+const (
+	MethodInitialize                = "initialize"
+	MethodInitialized               = "initialized"
+	MethodShutdown                  = "shutdown"
+	MethodExit                      = "exit"
+	MethodSetTrace                  = "$/setTrace"
+	MethodDidChangeConfiguration    = "workspace/didChangeConfiguration"
+	MethodDidChangeWorkspaceFolders = "workspace/didChangeWorkspaceFolders"
+	MethodDidOpen                   = "textDocument/didOpen"
+	MethodDidChange                 = "textDocument/didChange"
+	MethodDidClose                  = "textDocument/didClose"
+	MethodDidSave                   = "textDocument/didSave"
+	MethodWorkDoneProgressCancel    = "window/workDoneProgress/cancel"
+	MethodWorkDoneProgressCreate    = "window/workDoneProgress/create"
+	MethodProgress                  = "$/progress"
+	MethodShowMessage               = "window/showMessage"
+	MethodLogMessage                = "window/logMessage"
+	MethodApplyEdit                 = "workspace/applyEdit"
+)
 
 // Direction of a method.
 type Direction string
@@ -86,11 +88,102 @@ const (
 	ServerToClient Direction = "server→client"
 )
 
-// MethodInfo describes one method.
+// Kind says whether a method is a request (answered with a result or an error) or a notification.
+type Kind string
+
+const (
+	Request      Kind = "request"
+	Notification Kind = "notification"
+)
+
+// MethodInfo describes one method: its direction, its kind, and the Go types of its params and
+// result (Result is nil for a notification, and for a request answered with null).
 type MethodInfo struct {
 	Name      string
 	Direction Direction
-	Request   bool // false: notification
+	Kind      Kind
+	Params    reflect.Type
+	Result    reflect.Type
+	// LSP marks a method of the Language Server Protocol; the others are agentd's own.
+	LSP bool
+}
+
+// IsRequest reports whether the method is a request.
+func (m MethodInfo) IsRequest() bool { return m.Kind == Request }
+
+func req[P, R any](name string, dir Direction) MethodInfo {
+	return MethodInfo{Name: name, Direction: dir, Kind: Request, Params: reflect.TypeFor[P](), Result: reflect.TypeFor[R]()}
+}
+
+func note[P any](name string, dir Direction) MethodInfo {
+	return MethodInfo{Name: name, Direction: dir, Kind: Notification, Params: reflect.TypeFor[P]()}
+}
+
+func lsp(m MethodInfo) MethodInfo {
+	m.LSP = true
+	return m
+}
+
+// Methods is the protocol table: every method an agentd connection carries, agentd's own first,
+// then the LSP methods. The daemon's dispatch is checked against it (daemon/dispatch_test.go:
+// every client→server method has a handler and every handler an entry), rpc/protocol.json is
+// generated from it, and the editors' tests check their method tables against that file.
+var Methods = []MethodInfo{
+	req[SessionNewParams, SessionNewResult](MethodSessionNew, ClientToServer),
+	req[SessionListParams, SessionListResult](MethodSessionList, ClientToServer),
+	req[SessionAttachParams, SessionAttachResult](MethodSessionAttach, ClientToServer),
+	req[SessionDetachParams, SessionDetachResult](MethodSessionDetach, ClientToServer),
+	req[SessionPromptParams, SessionPromptResult](MethodSessionPrompt, ClientToServer),
+	req[SessionSteerParams, SessionSteerResult](MethodSessionSteer, ClientToServer),
+	req[SessionCancelParams, SessionCancelResult](MethodSessionCancel, ClientToServer),
+	req[SessionRevertParams, SessionRevertResult](MethodSessionRevert, ClientToServer),
+	req[SessionSetModeParams, SessionSetModeResult](MethodSessionSetMode, ClientToServer),
+	req[ModelListParams, ModelListResult](MethodModelList, ClientToServer),
+	req[ReviewDecideParams, ReviewDecideResult](MethodReviewDecide, ClientToServer),
+	req[ReviewListParams, ReviewListResult](MethodReviewList, ClientToServer),
+	req[GrantListParams, GrantListResult](MethodGrantList, ClientToServer),
+	req[GrantRevokeParams, GrantRevokeResult](MethodGrantRevoke, ClientToServer),
+	req[DaemonStatusParams, DaemonStatusResult](MethodDaemonStatus, ClientToServer),
+	note[SessionUpdateParams](MethodSessionUpdate, ServerToClient),
+	note[ReviewRequestedParams](MethodReviewRequested, ServerToClient),
+	note[ReviewResolvedParams](MethodReviewResolved, ServerToClient),
+	req[DocumentSaveParams, DocumentSaveResult](MethodDocumentSave, ServerToClient),
+
+	// LSP lifecycle and document sync, client → server. initialize carries InitializationOptions
+	// and answers ServerInfo (in capabilities.experimental.agentd).
+	lsp(req[protocol.InitializeParams, protocol.InitializeResult](MethodInitialize, ClientToServer)),
+	lsp(note[protocol.InitializedParams](MethodInitialized, ClientToServer)),
+	lsp(MethodInfo{Name: MethodShutdown, Direction: ClientToServer, Kind: Request}),
+	lsp(MethodInfo{Name: MethodExit, Direction: ClientToServer, Kind: Notification}),
+	lsp(note[protocol.SetTraceParams](MethodSetTrace, ClientToServer)),
+	lsp(note[protocol.DidChangeConfigurationParams](MethodDidChangeConfiguration, ClientToServer)),
+	lsp(note[protocol.DidChangeWorkspaceFoldersParams](MethodDidChangeWorkspaceFolders, ClientToServer)),
+	lsp(note[protocol.DidOpenTextDocumentParams](MethodDidOpen, ClientToServer)),
+	lsp(note[protocol.DidChangeTextDocumentParams](MethodDidChange, ClientToServer)),
+	lsp(note[protocol.DidCloseTextDocumentParams](MethodDidClose, ClientToServer)),
+	lsp(note[protocol.DidSaveTextDocumentParams](MethodDidSave, ClientToServer)),
+	lsp(note[WorkDoneProgressCancelParams](MethodWorkDoneProgressCancel, ClientToServer)),
+	// Server → client.
+	lsp(MethodInfo{Name: MethodWorkDoneProgressCreate, Direction: ServerToClient, Kind: Request,
+		Params: reflect.TypeFor[WorkDoneProgressCreateParams]()}),
+	lsp(note[ProgressParams](MethodProgress, ServerToClient)),
+	lsp(note[ShowMessageParams](MethodShowMessage, ServerToClient)),
+	lsp(note[LogMessageParams](MethodLogMessage, ServerToClient)),
+	lsp(req[ApplyWorkspaceEditParams, ApplyWorkspaceEditResult](MethodApplyEdit, ServerToClient)),
+}
+
+// EmbeddedTypes are agentd's types carried inside LSP messages: initialize's
+// initializationOptions and capabilities.experimental.agentd.
+var EmbeddedTypes = []reflect.Type{reflect.TypeFor[InitializationOptions](), reflect.TypeFor[ServerInfo]()}
+
+// Method returns the table entry of a method.
+func Method(name string) (MethodInfo, bool) {
+	for _, m := range Methods {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MethodInfo{}, false
 }
 
 // InitializationOptions is what an editor sends in initialize's initializationOptions.
@@ -136,6 +229,16 @@ type SessionInfo struct {
 	Running bool `json:"running"`
 	// Attached counts the editor connections attached now.
 	Attached int `json:"attached"`
+	// Instructions describes the project instructions (AGENTS.md) the model reads in this session;
+	// absent when it reads none (no file, or the workspace is not trusted).
+	Instructions *InstructionsInfo `json:"instructions,omitzero"`
+}
+
+// InstructionsInfo describes a project instructions file a session uses.
+type InstructionsInfo struct {
+	Path      string `json:"path"`      // relative to the workspace folder ("AGENTS.md")
+	Bytes     int64  `json:"bytes"`     // the file's size
+	Truncated bool   `json:"truncated"` // only the beginning is used (the cap is 8 KiB)
 }
 
 // SessionNewParams creates a session and attaches the calling connection to it.
@@ -318,7 +421,7 @@ type Update struct {
 	Usage      *UsageInfo      `json:"usage,omitzero"`
 	Compaction *CompactionInfo `json:"compaction,omitzero"`
 	// Reason is set for turnCompleted ("done", "cancelled", "terminated", "steps_exhausted",
-	// "time_exhausted") and turnFailed ("error").
+	// "time_exhausted", "blocked") and turnFailed ("error"): the Reason* constants.
 	Reason string     `json:"reason,omitzero"`
 	Error  *ErrorInfo `json:"error,omitzero"`
 }
@@ -540,4 +643,192 @@ type DocumentSaveParams struct {
 
 type DocumentSaveResult struct {
 	Saved bool `json:"saved"`
+}
+
+// Turn end reasons (Update.reason of turnCompleted and turnFailed).
+const (
+	ReasonDone           = "done"
+	ReasonCancelled      = "cancelled"
+	ReasonTerminated     = "terminated"
+	ReasonStepsExhausted = "steps_exhausted"
+	ReasonTimeExhausted  = "time_exhausted"
+	// ReasonBlocked: a call needed an approval no one could give, so the turn stopped.
+	ReasonBlocked = "blocked"
+	// ReasonError is the reason of turnFailed.
+	ReasonError = "error"
+)
+
+// Tool call statuses (ToolCallInfo.status).
+const (
+	StatusPending          = "pending"
+	StatusAwaitingApproval = "awaitingApproval"
+	StatusRunning          = "running"
+	StatusCompleted        = "completed"
+	StatusFailed           = "failed"
+)
+
+// History item types (HistoryItem.type).
+const (
+	HistoryUser      = "user"
+	HistoryAssistant = "assistant"
+	HistoryTool      = "tool"
+)
+
+// Review kinds (ReviewRequestedParams.kind).
+const (
+	ReviewEdit    = "edit"
+	ReviewCommand = "command"
+	ReviewTool    = "tool"
+)
+
+// Review outcomes (ReviewDecideResult.outcome, ReviewResolvedParams.outcome).
+const (
+	OutcomeAccepted  = "accepted"
+	OutcomeRejected  = "rejected"
+	OutcomeCancelled = "cancelled"
+)
+
+// Who settled a review (ReviewResolvedParams.by).
+const (
+	ByEditor     = "editor"
+	ByGrant      = "grant"
+	ByTimeout    = "timeout"
+	ByDisconnect = "disconnect"
+	ByTurnEnded  = "turnEnded"
+)
+
+// Approval modes (approvalMode fields and session/setMode).
+const (
+	ModeAsk      = "ask"
+	ModeAutoEdit = "auto-edit"
+	ModePlan     = "plan"
+	ModeYolo     = "yolo"
+)
+
+// Result types (ResultInfo.type): the kernel's typed results (tools.ResultTypes).
+const (
+	ResultOK                  = "ok"
+	ResultNotFound            = "not_found"
+	ResultInvalidArgs         = "invalid_args"
+	ResultReadFirst           = "read_first"
+	ResultStale               = "stale"
+	ResultPermissionDenied    = "permission_denied"
+	ResultRejectedByUser      = "rejected_by_user"
+	ResultApprovalUnavailable = "approval_unavailable"
+	ResultTimeout             = "timeout"
+	ResultCancelled           = "cancelled"
+	ResultOversized           = "oversized"
+	ResultExecFailed          = "exec_failed"
+	ResultIOError             = "io_error"
+)
+
+// Work-done progress kinds (WorkDoneProgress.kind).
+const (
+	ProgressBegin  = "begin"
+	ProgressReport = "report"
+	ProgressEnd    = "end"
+)
+
+// Message types of window/showMessage and window/logMessage (LSP's MessageType).
+const (
+	MessageError   = 1
+	MessageWarning = 2
+	MessageInfo    = 3
+	MessageLog     = 4
+)
+
+// Enum is a closed set of strings (or numbers) on the wire, and the fields that carry it.
+type Enum struct {
+	Name   string   // "UpdateType"
+	Fields []string // "Update.type": Go type name, then the JSON field
+	Values []EnumValue
+}
+
+// EnumValue is one value of an enum, named after its Go constant without the group's prefix.
+type EnumValue struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+}
+
+// Enums lists every enum of the protocol. rpc/protocol_table_test.go checks that every constant of
+// a group is listed; protocol.json carries them to the editors' tests.
+var Enums = []Enum{
+	{"UpdateType", []string{"Update.type"}, []EnumValue{
+		{"TurnStarted", UpdateTurnStarted}, {"UserMessage", UpdateUserMessage}, {"TextDelta", UpdateTextDelta},
+		{"ThinkingDelta", UpdateThinkingDelta}, {"MessageCompleted", UpdateMessageCompleted},
+		{"ToolCallStarted", UpdateToolCallStarted}, {"ToolCallUpdated", UpdateToolCallUpdated},
+		{"ToolCallCompleted", UpdateToolCallCompleted}, {"Usage", UpdateUsage}, {"Compaction", UpdateCompaction},
+		{"TurnCompleted", UpdateTurnCompleted}, {"TurnFailed", UpdateTurnFailed}}},
+	{"Reason", []string{"Update.reason"}, []EnumValue{
+		{"Done", ReasonDone}, {"Cancelled", ReasonCancelled}, {"Terminated", ReasonTerminated},
+		{"StepsExhausted", ReasonStepsExhausted}, {"TimeExhausted", ReasonTimeExhausted},
+		{"Blocked", ReasonBlocked}, {"Error", ReasonError}}},
+	{"Status", []string{"ToolCallInfo.status"}, []EnumValue{
+		{"Pending", StatusPending}, {"AwaitingApproval", StatusAwaitingApproval}, {"Running", StatusRunning},
+		{"Completed", StatusCompleted}, {"Failed", StatusFailed}}},
+	{"History", []string{"HistoryItem.type"}, []EnumValue{
+		{"User", HistoryUser}, {"Assistant", HistoryAssistant}, {"Tool", HistoryTool}}},
+	{"Review", []string{"ReviewRequestedParams.kind"}, []EnumValue{
+		{"Edit", ReviewEdit}, {"Command", ReviewCommand}, {"Tool", ReviewTool}}},
+	{"Outcome", []string{"ReviewDecideResult.outcome", "ReviewResolvedParams.outcome"}, []EnumValue{
+		{"Accepted", OutcomeAccepted}, {"Rejected", OutcomeRejected}, {"Cancelled", OutcomeCancelled}}},
+	{"By", []string{"ReviewResolvedParams.by"}, []EnumValue{
+		{"Editor", ByEditor}, {"Grant", ByGrant}, {"Timeout", ByTimeout}, {"Disconnect", ByDisconnect},
+		{"TurnEnded", ByTurnEnded}}},
+	{"Decision", []string{"Decision.type"}, []EnumValue{
+		{"Accept", DecisionAccept}, {"AcceptForSession", DecisionAcceptForSession}, {"Reject", DecisionReject},
+		{"CancelTurn", DecisionCancelTurn}}},
+	{"Scope", []string{"GrantScope.kind"}, []EnumValue{
+		{"Tool", ScopeTool}, {"Command", ScopeCommand}, {"Path", ScopePath}}},
+	{"Mode", []string{"SessionInfo.approvalMode", "SessionSetModeParams.approvalMode", "SessionSetModeResult.approvalMode",
+		"SessionNewParams.approvalMode", "InitializationOptions.approvalMode"}, []EnumValue{
+		{"Ask", ModeAsk}, {"AutoEdit", ModeAutoEdit}, {"Plan", ModePlan}, {"Yolo", ModeYolo}}},
+	{"Result", []string{"ResultInfo.type"}, []EnumValue{
+		{"OK", ResultOK}, {"NotFound", ResultNotFound}, {"InvalidArgs", ResultInvalidArgs},
+		{"ReadFirst", ResultReadFirst}, {"Stale", ResultStale}, {"PermissionDenied", ResultPermissionDenied},
+		{"RejectedByUser", ResultRejectedByUser}, {"ApprovalUnavailable", ResultApprovalUnavailable},
+		{"Timeout", ResultTimeout}, {"Cancelled", ResultCancelled}, {"Oversized", ResultOversized},
+		{"ExecFailed", ResultExecFailed}, {"IOError", ResultIOError}}},
+	{"Progress", []string{"WorkDoneProgress.kind"}, []EnumValue{
+		{"Begin", ProgressBegin}, {"Report", ProgressReport}, {"End", ProgressEnd}}},
+	{"Message", []string{"ShowMessageParams.type", "LogMessageParams.type"}, []EnumValue{
+		{"Error", MessageError}, {"Warning", MessageWarning}, {"Info", MessageInfo}, {"Log", MessageLog}}},
+}
+
+// WorkDoneProgressCreateParams asks the editor to create a progress token
+// (window/workDoneProgress/create). agentd reports a running turn with it.
+type WorkDoneProgressCreateParams struct {
+	Token string `json:"token"`
+}
+
+// WorkDoneProgressCancelParams is the user cancelling a progress: agentd cancels the turn.
+type WorkDoneProgressCancelParams struct {
+	Token string `json:"token"`
+}
+
+// ProgressParams is a $/progress notification of a turn. For one token the editor receives
+// begin, then reports, then end, in that order.
+type ProgressParams struct {
+	Token string           `json:"token"`
+	Value WorkDoneProgress `json:"value"`
+}
+
+// WorkDoneProgress is the value of a $/progress: begin (with title and cancellable), report, end.
+type WorkDoneProgress struct {
+	Kind        string `json:"kind"`
+	Title       string `json:"title,omitzero"`
+	Cancellable bool   `json:"cancellable,omitzero"`
+	Message     string `json:"message,omitzero"`
+}
+
+// ShowMessageParams is a window/showMessage notification (a failed turn, with its fix).
+type ShowMessageParams struct {
+	Type    int    `json:"type"`
+	Message string `json:"message"`
+}
+
+// LogMessageParams is a window/logMessage notification (the daemon's warnings and errors).
+type LogMessageParams struct {
+	Type    int    `json:"type"`
+	Message string `json:"message"`
 }

@@ -65,18 +65,25 @@ func serveCmd(args []string) int {
 	slog.SetDefault(slog.New(logs))
 
 	if *stdio {
-		done := make(chan struct{})
+		// The connection ends with the editor's exit notification — the process then exits at
+		// once, 0 after shutdown and 1 without, as the LSP says, even while stdin stays open — or
+		// when stdin closes (0).
+		done := make(chan int, 1)
 		go func() {
-			srv.ServeConn(stdioConn{})
-			close(done)
+			code, exited := srv.ServeConn(stdioConn{})
+			if !exited {
+				code = 0
+			}
+			done <- code
 		}()
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 		select {
-		case <-done:
+		case code := <-done:
+			return code
 		case <-sigs:
+			return 0
 		}
-		return 0
 	}
 	path := *socket
 	if path == "" {

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,32 +119,121 @@ type procConn struct {
 
 func (p procConn) Close() error { p.WriteCloser.Close(); return p.ReadCloser.Close() }
 
-func TestServeStdioWithTrailingStdioFlag(t *testing.T) {
-	e := newRunEnv(t)
-	cmd := exec.Command(agentdBin, "serve", "--stdio") // vscode-languageclient appends --stdio
-	cmd.Args = append(cmd.Args, "--stdio")
+// stdioServer is `agentd serve --stdio` with an editor on its stdio. The test holds the write end of
+// its stdin open until the test ends: closing it would end the daemon by EOF, not by exit.
+type stdioServer struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	stdin   *os.File
+	editor  *wireEditor
+	exited  chan struct{} // closed when the process has exited; then waitErr is set
+	waitErr error
+}
+
+func startServeStdio(t *testing.T, e *runEnv, args ...string) *stdioServer {
+	t.Helper()
+	cmd := exec.Command(agentdBin, append([]string{"serve", "--stdio"}, args...)...)
 	cmd.Env = e.env()
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = inR // an *os.File: the child gets it as is, with no copying goroutine
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := newWireEditor(t, procConn{stdout, stdin}, e.ws)
-	scenario(t, e, w)
-	w.call("shutdown", nil, nil)
-	w.conn.Notify(context.Background(), "exit", nil)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("agentd serve exited with %v", err)
+	inR.Close() // the child holds the only read end
+	s := &stdioServer{t: t, cmd: cmd, stdin: inW, exited: make(chan struct{})}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case <-s.exited:
+		default:
+			cmd.Process.Kill()
+			<-s.exited
 		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("agentd serve did not exit after exit")
+	})
+	// The editor writes to the pipe through a wrapper whose Close leaves stdin open.
+	s.editor = newWireEditor(t, procConn{stdout, keepOpen{inW}}, e.ws)
+	return s
+}
+
+// keepOpen writes to a file and does not close it.
+type keepOpen struct{ *os.File }
+
+func (keepOpen) Close() error { return nil }
+
+// exit sends the exit notification and returns the process's exit code. It fails the test if the
+// process does not exit, or if it only exited because stdin was closed.
+func (s *stdioServer) exit() int {
+	s.t.Helper()
+	sent := time.Now()
+	if err := s.editor.conn.Notify(context.Background(), "exit", nil); err != nil {
+		s.t.Fatalf("sending exit: %v", err)
 	}
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("timed out waiting for agentd serve --stdio to exit after the exit notification, stdin open")
+	}
+	s.t.Logf("agentd serve --stdio exited %v after exit was sent", time.Since(sent))
+	// The only write end of agentd's stdin is ours, and it is still open: agentd cannot have seen
+	// the end of its input. (A write would not tell: a child agentd forked a moment before it
+	// exited may still hold the read end until its exec.)
+	if _, serr := s.stdin.Stat(); serr != nil {
+		s.t.Errorf("agentd's stdin was closed before it exited (%v): it may have ended on EOF, not on exit", serr)
+	}
+	err := s.waitErr
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee) && ee.Exited():
+		return ee.ExitCode()
+	}
+	s.t.Fatalf("agentd serve --stdio ended with %v", err)
+	return -1
+}
+
+func TestServeStdioWithTrailingStdioFlag(t *testing.T) {
+	e := newRunEnv(t)
+	s := startServeStdio(t, e, "--stdio") // vscode-languageclient appends --stdio
+	scenario(t, e, s.editor)
+	s.editor.call("shutdown", nil, nil)
+	if code := s.exit(); code != 0 {
+		t.Errorf("exit code after shutdown and exit = %d, want 0", code)
+	}
+}
+
+// The LSP's exit ends the process at once, whatever the state of stdin: 0 after shutdown, 1
+// without.
+func TestServeStdioExitEndsTheProcessWhileStdinIsOpen(t *testing.T) {
+	t.Run("after shutdown", func(t *testing.T) {
+		e := newRunEnv(t)
+		s := startServeStdio(t, e)
+		var sess rpc.SessionNewResult
+		s.editor.call(rpc.MethodSessionNew, map[string]any{}, &sess) // a live session to shut down
+		s.editor.call("shutdown", nil, nil)
+		if code := s.exit(); code != 0 {
+			t.Errorf("exit code after shutdown and exit = %d, want 0", code)
+		}
+	})
+	t.Run("without shutdown", func(t *testing.T) {
+		e := newRunEnv(t)
+		s := startServeStdio(t, e)
+		if code := s.exit(); code != 1 {
+			t.Errorf("exit code after exit without shutdown = %d, want 1", code)
+		}
+	})
 }
 
 func TestConnectStartsTheSharedDaemonAndEditorsShareSessions(t *testing.T) {
@@ -184,22 +273,23 @@ func TestConnectStartsTheSharedDaemonAndEditorsShareSessions(t *testing.T) {
 	if att.Session.Attached != 2 || len(att.History) == 0 {
 		t.Errorf("attach = %+v", att)
 	}
-	// With every editor gone and no turn running, the daemon started by connect exits. A probe
-	// is a connection too, so probe less often than the idle timeout.
+	// With every editor gone and no turn running, the daemon started by connect exits: it says so
+	// in its log and its listener removes the socket. (Probing with a connection would count as an
+	// editor and keep it alive.)
 	a.conn.Close()
 	b.conn.Close()
-	deadline := time.Now().Add(20 * time.Second)
+	logPath := filepath.Join(filepath.Dir(sock), "agentd.log")
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		time.Sleep(3 * time.Second)
-		if c, err := net.Dial("unix", sock); err != nil {
+		log, _ := os.ReadFile(logPath)
+		_, err := os.Lstat(sock)
+		if os.IsNotExist(err) && strings.Contains(string(log), "no editor for a while: exiting") {
 			break
-		} else {
-			c.Close()
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(filepath.Dir(sock), "agentd.log"))
-			t.Fatalf("the shared daemon did not exit when idle; its log:\n%s", log)
+			t.Fatalf("timed out waiting for the idle shared daemon to log its exit and remove %s (stat: %v); its log:\n%s", sock, err, log)
 		}
+		time.Sleep(50 * time.Millisecond) // polling files: nothing to wake on
 	}
 }
 

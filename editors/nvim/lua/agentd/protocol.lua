@@ -1,6 +1,7 @@
 -- The agentd editor protocol as the plugin uses it: method names, update kinds, decision types and
--- error codes. It mirrors rpc/protocol.go one to one; tests/unit/test_protocol.lua parses the Go
--- file and fails when the two drift apart. Do not add a method here that the Go file lacks.
+-- error codes. It mirrors rpc/protocol.go one to one; tests/unit/test_protocol.lua reads
+-- rpc/protocol.json (generated from the Go table) and fails when the two drift apart. Do not add a
+-- method here that the Go table lacks.
 local M = {}
 
 M.version = 1

@@ -1,23 +1,15 @@
--- lua/agentd/protocol.lua must match rpc/protocol.go (and the error codes of docs/protocol.md).
+-- lua/agentd/protocol.lua must match rpc/protocol.json (generated from the Go protocol table,
+-- rpc/protocol.go, by `go test ./rpc -run TestProtocolJSONIsFresh -update`) and the error codes of
+-- docs/protocol.md.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
 H.setup()
 local P = require("agentd.protocol")
 
-local go = H.read_file(H.repo .. "/rpc/protocol.go")
+local raw = H.read_file(H.repo .. "/rpc/protocol.json")
 local doc = H.read_file(H.repo .. "/docs/protocol.md")
+local proto = raw and vim.fn.json_decode(raw) or {}
 
--- name -> value of every `Name = "value"` / `Name = 123` constant in the Go file
-local consts = {}
-if go then
-  for name, value in go:gmatch("\n%s*([%w_]+)%s*=%s*\"([^\"]*)\"") do
-    consts[name] = value
-  end
-  for name, value in go:gmatch("\n%s*const%s+([%w_]+)%s*=%s*(%d+)") do
-    consts[name] = tonumber(value)
-  end
-end
-
-local function values(t)
+local function sorted_values(t)
   local out = {}
   for _, v in pairs(t) do
     table.insert(out, v)
@@ -26,74 +18,89 @@ local function values(t)
   return out
 end
 
-local function go_values(prefix)
+-- the agentd methods of the table (not LSP's own)
+local function agentd_methods()
   local out = {}
-  for name, v in pairs(consts) do
-    if name:sub(1, #prefix) == prefix and type(v) == "string" then
-      table.insert(out, v)
+  for _, m in ipairs(proto.methods or {}) do
+    if not m.lsp then
+      table.insert(out, m)
     end
   end
+  return out
+end
+
+local function enum(name)
+  for _, e in ipairs(proto.enums or {}) do
+    if e.name == name then
+      local out = {}
+      for _, v in ipairs(e.values) do
+        table.insert(out, v.value)
+      end
+      return out
+    end
+  end
+  error("enum " .. name .. " not in rpc/protocol.json")
+end
+
+local function sorted(list)
+  local out = vim.deepcopy(list)
   table.sort(out)
   return out
 end
 
-H.test("rpc/protocol.go is readable", function()
-  H.ok(go, "cannot read " .. H.repo .. "/rpc/protocol.go")
-  H.ok(consts.MethodSessionNew == "session/new", "parsed no Method constants")
+H.test("rpc/protocol.json is readable and holds the protocol", function()
+  H.ok(raw, "cannot read " .. H.repo .. "/rpc/protocol.json")
+  H.ok(#agentd_methods() >= 19, "protocol.json lists only " .. #agentd_methods() .. " agentd methods")
 end)
 
 H.test("protocol version matches", function()
-  H.eq(P.version, consts.ProtocolVersion, "ProtocolVersion")
+  H.eq(P.version, proto.protocolVersion, "protocolVersion")
 end)
 
-H.test("every Go method is in the Lua table and vice versa", function()
+H.test("every method of the table is in the Lua tables and vice versa", function()
   local lua = {}
-  vim.list_extend(lua, values(P.request))
-  vim.list_extend(lua, values(P.notification))
-  vim.list_extend(lua, values(P.server_request))
+  vim.list_extend(lua, sorted_values(P.request))
+  vim.list_extend(lua, sorted_values(P.notification))
+  vim.list_extend(lua, sorted_values(P.server_request))
   table.sort(lua)
-  H.eq(lua, go_values("Method"), "method names")
+  local want = {}
+  for _, m in ipairs(agentd_methods()) do
+    table.insert(want, m.name)
+  end
+  table.sort(want)
+  H.eq(lua, want, "method names")
 end)
 
-H.test("directions and request/notification kinds match rpc.Methods", function()
-  local block = go:match("var Methods = %[%]MethodInfo{(.-)\n}")
-  H.ok(block, "rpc.Methods not found")
-  local n = 0
-  for const, dir, req in block:gmatch("{(Method[%w]+),%s*([%w]+),%s*(%a+)}") do
-    n = n + 1
-    local name = consts[const]
+H.test("directions and request/notification kinds match the table", function()
+  for _, m in ipairs(agentd_methods()) do
     local where
-    if dir == "ClientToServer" and req == "true" then
+    if m.direction == "client→server" and m.kind == "request" then
       where = P.request
-    elseif dir == "ServerToClient" and req == "false" then
+    elseif m.direction == "server→client" and m.kind == "notification" then
       where = P.notification
-    elseif dir == "ServerToClient" and req == "true" then
+    elseif m.direction == "server→client" and m.kind == "request" then
       where = P.server_request
     else
-      error("unexpected kind for " .. const .. ": " .. dir .. " " .. req)
+      error("no Lua table for " .. m.name .. ": " .. m.direction .. " " .. m.kind)
     end
-    H.ok(vim.tbl_contains(values(where), name), name .. " is not in the right Lua table (" .. dir .. ", request=" .. req .. ")")
+    H.ok(vim.tbl_contains(sorted_values(where), m.name), m.name .. " is not in the right Lua table (" .. m.direction .. ", " .. m.kind .. ")")
   end
-  H.eq(n, #go_values("Method"), "every Method constant is listed in rpc.Methods")
 end)
 
 H.test("update kinds match", function()
-  H.eq(values(P.update), go_values("Update"), "Update* constants")
+  H.eq(sorted_values(P.update), sorted(enum("UpdateType")), "UpdateType enum")
 end)
 
 H.test("decision types match", function()
-  H.eq(values(P.decision), go_values("Decision"), "Decision* constants")
+  H.eq(sorted_values(P.decision), sorted(enum("Decision")), "Decision enum")
 end)
 
 H.test("grant scope kinds match", function()
-  H.eq(values(P.scope), go_values("Scope"), "Scope* constants")
+  H.eq(sorted_values(P.scope), sorted(enum("Scope")), "Scope enum")
 end)
 
-H.test("approval modes match the Go comment", function()
-  local modes = go:match("ApprovalMode string `json:\"approvalMode\"` // ([%w| %-]+)")
-  H.ok(modes, "approval mode comment not found")
-  local list = vim.split(vim.trim(modes), "%s*|%s*")
-  H.eq(P.approval_modes, list, "approval modes")
+H.test("approval modes match, in order", function()
+  H.eq(P.approval_modes, enum("Mode"), "Mode enum")
 end)
 
 H.test("error codes match docs/protocol.md", function()
@@ -105,7 +112,7 @@ H.test("error codes match docs/protocol.md", function()
     codes[#codes + 1] = tonumber(code)
   end
   table.sort(codes)
-  H.eq(values(P.error), codes, "error codes")
+  H.eq(sorted_values(P.error), codes, "error codes")
 end)
 
 H.done()
