@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/sandbox"
 )
 
 // Decision is the outcome of a policy decision. The zero value is Deny: fail closed.
@@ -47,6 +48,9 @@ type Request struct {
 	// Permission is the tool's harness-side metadata. An empty Access counts as exec, the most
 	// cautious reading; so does any request with a Command.
 	Permission tools.Permission
+	// MCP is set for a call of a tool from an MCP server (see mcp.go); such calls are decided by
+	// decideMCP, whatever Permission says.
+	MCP *MCPCall
 	// Preview is the tool's preview, when it has one. Preview.Command supplies the argv, cwd,
 	// sandbox and network flag of a command.
 	Preview *tools.Preview
@@ -244,6 +248,9 @@ func deny(format string, args ...any) Verdict {
 //  6. the mode decides the rest.
 func (p *Policy) Decide(req Request) Verdict {
 	mode := p.Mode()
+	if req.MCP != nil {
+		return p.decideMCP(&req, mode)
+	}
 	switch req.access() {
 	case tools.AccessRead:
 		return p.decideRead(&req)
@@ -313,6 +320,11 @@ func (p *Policy) decideExec(req *Request, mode Mode) Verdict {
 	}
 	if req.unsandboxed() {
 		return ask(false, "the command would run outside the sandbox")
+	}
+	if pc := req.commandPreview(); pc != nil {
+		if _, files, ok := strings.Cut(pc.Sandbox, sandbox.SensitiveUnmasked); ok {
+			return ask(false, "without bubblewrap the sandbox cannot hide the workspace's sensitive files%s; the command can read them", files)
+		}
 	}
 	if req.network() {
 		return ask(false, "the command asks for network access")

@@ -192,6 +192,14 @@ func (g *Grants) covering(req *Request, cl *Classification) (Grant, bool) {
 	if len(list) == 0 {
 		return Grant{}, false
 	}
+	if req.MCP != nil { // an MCP tool: only a grant for that tool covers it
+		for _, gr := range list {
+			if gr.Scope == ScopeTool && gr.Tool == req.Tool {
+				return gr, true
+			}
+		}
+		return Grant{}, false
+	}
 	switch req.access() {
 	case tools.AccessRead, tools.AccessWrite:
 		if req.Permission.Protected || req.Permission.Sensitive {

@@ -109,6 +109,7 @@ func doctorCmd(args []string) int {
 	default:
 		report(true, "sandbox", f.Describe(), "")
 	}
+	doctorMCP(opts, f, report, warn)
 	dir := opts.StateDir
 	if dir == "" {
 		dir, _ = store.DefaultDir()

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/tools/mcp"
+	"github.com/agentd/agentd/tools/sandbox"
+)
+
+// doctorMCP starts the MCP servers of the user's configuration the way a session does (stdio
+// servers in the sandbox, with the current directory as the workspace) and lists their state and
+// tools.
+func doctorMCP(opts daemon.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) {
+	wd, err := os.Getwd()
+	if err != nil {
+		wd = "/"
+	}
+	cfg, warnings, err := mcp.LoadConfig(opts.Policy.ConfigDir, wd)
+	for _, w := range warnings {
+		warn("mcp", w, "")
+	}
+	file := filepath.Join(opts.Policy.ConfigDir, mcp.ConfigFile)
+	if err != nil {
+		report(false, "mcp", err.Error(), "correct "+file)
+		return
+	}
+	if len(cfg.Servers) == 0 {
+		fmt.Printf("[ok  ] mcp: no servers configured (%s)\n", file)
+		return
+	}
+	sb, _ := sandbox.New(sandbox.Options{Features: &f})
+	state, err := os.MkdirTemp("", "agentd-doctor-")
+	if err != nil {
+		report(false, "mcp", err.Error(), "")
+		return
+	}
+	defer os.RemoveAll(state)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = state
+	}
+	set := mcp.Start(context.Background(), cfg, mcp.Options{Workspace: wd, Sandbox: sb,
+		CacheDir: filepath.Join(cache, "agentd", "mcp"),
+		Policy:   sandbox.Policy{TmpDir: state, ProtectedPaths: sandbox.DefaultProtectedPaths}})
+	defer set.Close()
+	for _, st := range set.Status() {
+		what := "mcp " + st.Name
+		target := st.Transport + ": " + st.Target
+		if st.State != mcp.StateReady {
+			report(false, what, fmt.Sprintf("%s (%s): %s", st.State, target, st.Error), "check the server's entry in "+file)
+			continue
+		}
+		detail := fmt.Sprintf("ready (%s)", target)
+		if st.Version != "" {
+			detail += ", " + st.Version
+		}
+		detail += fmt.Sprintf("; %d tools: %s", len(st.Tools), strings.Join(st.Tools, ", "))
+		report(true, what, detail, "")
+		for _, s := range st.Skipped {
+			warn(what, s, "")
+		}
+	}
+}
