@@ -3,20 +3,26 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
 
-	reflector "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
 
-// Spec is a tool's typed argument declaration: the Go struct the arguments decode into, the JSON
+// One JSON Schema path: the schema of a built-in tool is derived from its argument struct by
+// deriveSchema (a small walker over the Go type, below); every schema — derived, written by
+// hand, or received at run time from an MCP server — is compiled and validated by
+// santhosh-tekuri/jsonschema (every problem at once, each with its JSON pointer), and coerced by
+// the walker in coerce.go. See docs/architecture.md ("Tool arguments").
+
+// Spec is a tool's typed argument declaration: the Go type the arguments decode into, the JSON
 // Schema the model sees, and the compiled validator.
 type Spec struct {
 	typ  reflect.Type
@@ -26,61 +32,89 @@ type Spec struct {
 	schema   json.RawMessage
 	compiled *jsonschema.Schema
 	root     *node
+	err      error // only for ParseSpec, which compiles at once
 }
 
 // NewSpec derives the JSON Schema from the argument struct A. Field docs come from
 // `jsonschema_description:"…"` tags and constraints from `jsonschema:"minimum=1,enum=a,enum=b"`
-// tags; a field is required unless its json tag has omitempty or omitzero. Unknown properties are
-// rejected. It panics on a schema that does not compile: that is a programming error.
+// tags (keywords: enum, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength,
+// maxLength, pattern, minItems, maxItems; values cannot contain commas); a field is required
+// unless its json tag has omitempty or omitzero. Unknown properties are rejected. The bytes are a
+// pure function of the type: properties in field order, keywords in a fixed order. It panics on a
+// type it cannot describe or a schema that does not compile: that is a programming error.
 //
 // The schema is derived and compiled on first use (tools are declared in package variables, and
 // process start-up should not pay for every schema).
 func NewSpec[A any]() *Spec {
-	return &Spec{typ: reflect.TypeFor[A](), make: func() []byte {
-		r := &reflector.Reflector{DoNotReference: true, ExpandedStruct: true}
-		s := r.Reflect(new(A))
-		s.Version = ""
-		s.ID = ""
-		raw, err := json.Marshal(s)
+	t := reflect.TypeFor[A]()
+	return &Spec{typ: t, make: func() []byte {
+		raw, err := deriveSchema(t)
 		if err != nil {
-			panic(fmt.Sprintf("tools: schema of %T: %v", *new(A), err))
+			panic(fmt.Sprintf("tools: schema of %v: %v", t, err))
 		}
 		return raw
 	}}
 }
 
 // SpecFromSchema declares A's schema by hand (written beside the struct) instead of deriving it.
+// It panics, on first use, on a schema that does not compile: for a schema that arrives at run
+// time use ParseSpec.
 func SpecFromSchema[A any](schema string) *Spec {
 	return &Spec{typ: reflect.TypeFor[A](), make: func() []byte { return []byte(schema) }}
 }
 
-func (s *Spec) load() {
-	s.once.Do(func() { s.schema, s.compiled, s.root = compileSchema(s.typ, s.make()) })
+// ParseSpec compiles a JSON Schema received at run time (an MCP tool's inputSchema) into a Spec
+// whose Decode validates and coerces arguments exactly as for a built-in tool and decodes them
+// into A — map[string]any (numbers as json.Number, so large integers survive) or a struct. It
+// returns an error for a schema that is not JSON or does not compile. Schemas are
+// self-contained: a $ref to anything but the schema itself or the JSON Schema meta-schemas is an
+// error (nothing is loaded from files or the network). Schema returns the compacted input.
+func ParseSpec[A any](schema []byte) (*Spec, error) {
+	s := &Spec{typ: reflect.TypeFor[A]()}
+	s.once.Do(func() { s.schema, s.compiled, s.root, s.err = compileSchema(schema) })
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s, nil
 }
 
-func compileSchema(t reflect.Type, raw []byte) (json.RawMessage, *jsonschema.Schema, *node) {
+func (s *Spec) load() {
+	s.once.Do(func() {
+		s.schema, s.compiled, s.root, s.err = compileSchema(s.make())
+		if s.err != nil {
+			panic(fmt.Sprintf("tools: schema of %v: %v", s.typ, s.err))
+		}
+	})
+}
+
+// noLoader refuses every external document: a schema can refer only to itself (and to the
+// meta-schemas, which the library has built in).
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema %s: only self-contained schemas are accepted", url)
+}
+
+func compileSchema(raw []byte) (json.RawMessage, *jsonschema.Schema, *node, error) {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
-		panic(fmt.Sprintf("tools: schema of %v is not JSON: %v", t, err))
+		return nil, nil, nil, fmt.Errorf("not JSON: %v", err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(compact.Bytes()))
 	if err != nil {
-		panic(fmt.Sprintf("tools: schema of %v: %v", t, err))
+		return nil, nil, nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
 	if err := c.AddResource("mem://args.json", doc); err != nil {
-		panic(fmt.Sprintf("tools: schema of %v: %v", t, err))
+		return nil, nil, nil, err
 	}
 	compiled, err := c.Compile("mem://args.json")
 	if err != nil {
-		panic(fmt.Sprintf("tools: schema of %v does not compile: %v", t, err))
+		return nil, nil, nil, fmt.Errorf("does not compile: %v", err)
 	}
-	var root node
-	if err := json.Unmarshal(compact.Bytes(), &root); err != nil {
-		panic(fmt.Sprintf("tools: schema of %v: %v", t, err))
-	}
-	return compact.Bytes(), compiled, &root
+	return compact.Bytes(), compiled, parseNode(doc), nil
 }
 
 // Schema returns the JSON Schema of the arguments, compact and byte-stable.
@@ -170,7 +204,9 @@ func (s *Spec) Decode(raw json.RawMessage, compat func(map[string]any) map[strin
 		}
 	}
 	out := reflect.New(s.typ)
-	if err := json.Unmarshal(data, out.Interface()); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // for map[string]any and any fields: integers keep every digit
+	if err := dec.Decode(out.Interface()); err != nil {
 		return nil, fail(decodeProblem(err))
 	}
 	return out.Interface(), nil
@@ -190,7 +226,7 @@ func parseJSON(b []byte) (any, error) {
 }
 
 func decodeProblem(err error) string {
-	if e, ok := err.(*json.UnmarshalTypeError); ok {
+	if e := (*json.UnmarshalTypeError)(nil); errors.As(err, &e) {
 		return fmt.Sprintf("/%s: value %s does not fit %v", strings.ReplaceAll(e.Field, ".", "/"), e.Value, e.Type)
 	}
 	return err.Error()
@@ -257,4 +293,336 @@ func jsonKind(v any) string {
 		return "object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// deriveSchema writes the JSON Schema of the argument type t (a struct), compact. The output is a
+// pure function of t: properties in field order, and in each schema the keywords in the order
+// documented on write. A type that JSON Schema cannot state faithfully (a custom JSON encoding, a
+// recursive type, non-string map keys, channels, functions…) is an error.
+func deriveSchema(t reflect.Type) ([]byte, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("arguments must be a struct, not %v", t)
+	}
+	g := &schemaGen{active: map[reflect.Type]bool{}}
+	var b bytes.Buffer
+	if err := g.write(&b, t, nil, ""); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+type schemaGen struct {
+	active map[reflect.Type]bool // structs being written (to refuse recursive types)
+}
+
+// tagKeywords are the constraints a `jsonschema:"…"` tag may set, in the order they are written,
+// with the JSON type each applies to.
+var tagKeywords = []struct{ name, appliesTo string }{
+	{"enum", ""}, // string, integer, number or boolean
+	{"minimum", "number"},
+	{"maximum", "number"},
+	{"exclusiveMinimum", "number"},
+	{"exclusiveMaximum", "number"},
+	{"minLength", "string"},
+	{"maxLength", "string"},
+	{"pattern", "string"},
+	{"minItems", "array"},
+	{"maxItems", "array"},
+}
+
+var (
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
+	marshalerType  = reflect.TypeFor[json.Marshaler]()
+	unmarshalType  = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// write appends the schema of t with the constraints of its field's tag and its description.
+// Keyword order: properties, additionalProperties, items, type, required, then the tag's
+// constraints, then description.
+func (g *schemaGen) write(b *bytes.Buffer, t reflect.Type, tag map[string][]string, desc string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // null is not offered: an optional property is left out, not set to null
+	}
+	if t == rawMessageType || t.Kind() == reflect.Interface && t.NumMethod() == 0 {
+		if len(tag) > 0 {
+			return fmt.Errorf("constraints on a field of any JSON type (%v)", t)
+		}
+		if desc == "" { // {} : any JSON value
+			b.WriteString("{}")
+		} else {
+			b.WriteString(`{"description":`)
+			writeString(b, desc)
+			b.WriteByte('}')
+		}
+		return nil
+	}
+	if t.Implements(marshalerType) || reflect.PointerTo(t).Implements(unmarshalType) {
+		return fmt.Errorf("%v has its own JSON encoding, which a schema derived from its fields would misstate", t)
+	}
+	b.WriteByte('{')
+	n := 0
+	key := func(k string) {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		b.WriteString(`"` + k + `":`)
+	}
+	var typ string
+	var required []string
+	switch t.Kind() {
+	case reflect.Bool:
+		typ = "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		typ = "integer"
+		if t.Kind() >= reflect.Uint && tag["minimum"] == nil {
+			tag = withDefault(tag, "minimum", "0")
+		}
+	case reflect.Float32, reflect.Float64:
+		typ = "number"
+	case reflect.String:
+		typ = "string"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+			typ = "string" // encoding/json: base64
+			break
+		}
+		typ = "array"
+		key("items")
+		if err := g.write(b, t.Elem(), nil, ""); err != nil {
+			return err
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return fmt.Errorf("map key type %v: only string keys", t.Key())
+		}
+		typ = "object"
+		if e := t.Elem(); !(e.Kind() == reflect.Interface && e.NumMethod() == 0) {
+			key("additionalProperties")
+			if err := g.write(b, e, nil, ""); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		if g.active[t] {
+			return fmt.Errorf("recursive type %v", t)
+		}
+		g.active[t] = true
+		defer delete(g.active, t)
+		fields, err := structFields(t, nil)
+		if err != nil {
+			return err
+		}
+		typ = "object"
+		key("properties") // even when empty: some chat templates iterate over it
+		b.WriteByte('{')
+		for i, f := range fields {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, f.name)
+			b.WriteByte(':')
+			if err := g.write(b, f.typ, f.tag, f.desc); err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+			if f.required {
+				required = append(required, f.name)
+			}
+		}
+		b.WriteByte('}')
+		key("additionalProperties")
+		b.WriteString("false")
+	default:
+		return fmt.Errorf("type %v has no JSON Schema", t)
+	}
+	key("type")
+	writeString(b, typ)
+	if len(required) > 0 {
+		key("required")
+		b.WriteByte('[')
+		for i, r := range required {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, r)
+		}
+		b.WriteByte(']')
+	}
+	if err := writeConstraints(b, key, typ, tag); err != nil {
+		return err
+	}
+	if desc != "" {
+		key("description")
+		writeString(b, desc)
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+func withDefault(tag map[string][]string, k, v string) map[string][]string {
+	out := map[string][]string{k: {v}}
+	for tk, tv := range tag {
+		out[tk] = tv
+	}
+	return out
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a string always marshals
+	b.Write(enc)
+}
+
+// writeConstraints writes the tag's keywords in tagKeywords order, checking that each applies to
+// typ and that its value is well formed.
+func writeConstraints(b *bytes.Buffer, key func(string), typ string, tag map[string][]string) error {
+	for _, kw := range tagKeywords {
+		vals, ok := tag[kw.name]
+		if !ok {
+			continue
+		}
+		if kw.appliesTo != "" && kw.appliesTo != typ && !(kw.appliesTo == "number" && typ == "integer") {
+			return fmt.Errorf("%s does not apply to type %s", kw.name, typ)
+		}
+		if kw.name != "enum" && len(vals) != 1 {
+			return fmt.Errorf("%s given %d times", kw.name, len(vals))
+		}
+		key(kw.name)
+		switch kw.name {
+		case "enum":
+			b.WriteByte('[')
+			for i, v := range vals {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if err := writeValue(b, typ, v); err != nil {
+					return fmt.Errorf("enum: %w", err)
+				}
+			}
+			b.WriteByte(']')
+		case "pattern":
+			writeString(b, vals[0])
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			if err := writeValue(b, "number", vals[0]); err != nil {
+				return fmt.Errorf("%s: %w", kw.name, err)
+			}
+		default: // lengths and counts
+			if !integerRE.MatchString(vals[0]) || strings.HasPrefix(vals[0], "-") {
+				return fmt.Errorf("%s=%s: want a non-negative integer", kw.name, vals[0])
+			}
+			b.WriteString(vals[0])
+		}
+	}
+	return nil
+}
+
+// writeValue writes a tag value as a JSON value of type typ.
+func writeValue(b *bytes.Buffer, typ, v string) error {
+	switch typ {
+	case "string":
+		writeString(b, v)
+	case "integer":
+		if !integerRE.MatchString(v) {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		b.WriteString(v)
+	case "number":
+		if !numberRE.MatchString(v) {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		b.WriteString(v)
+	case "boolean":
+		if v != "true" && v != "false" {
+			return fmt.Errorf("%q is not a boolean", v)
+		}
+		b.WriteString(v)
+	default:
+		return fmt.Errorf("enum on type %s", typ)
+	}
+	return nil
+}
+
+// field is one property of a struct, as encoding/json names it.
+type field struct {
+	name     string
+	typ      reflect.Type
+	required bool
+	tag      map[string][]string
+	desc     string
+}
+
+// structFields lists the properties of struct t in field order, flattening embedded structs
+// without a json name (as encoding/json does). A name used twice is an error (encoding/json would
+// silently pick one).
+func structFields(t reflect.Type, seen map[string]bool) ([]field, error) {
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+	var out []field
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		jsonTag := sf.Tag.Get("json")
+		if jsonTag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(jsonTag, ",")
+		ft := sf.Type
+		if sf.Anonymous && name == "" {
+			et := ft
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if sf.Tag.Get("jsonschema") != "" || sf.Tag.Get("jsonschema_description") != "" {
+					return nil, fmt.Errorf("embedded %v: schema tags on an embedded struct", et)
+				}
+				inner, err := structFields(et, seen)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, inner...)
+				continue
+			}
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		f := field{name: name, typ: ft, required: true, desc: sf.Tag.Get("jsonschema_description")}
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "omitempty", "omitzero":
+				f.required = false
+			case "string":
+				return nil, fmt.Errorf("field %s: the json \",string\" option is not supported", sf.Name)
+			}
+		}
+		if spec := sf.Tag.Get("jsonschema"); spec != "" {
+			f.tag = map[string][]string{}
+			for _, kv := range strings.Split(spec, ",") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || !knownKeyword(k) {
+					return nil, fmt.Errorf("field %s: unknown jsonschema tag entry %q", sf.Name, kv)
+				}
+				f.tag[k] = append(f.tag[k], v)
+			}
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("property %q declared twice", name)
+		}
+		seen[name] = true
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func knownKeyword(k string) bool {
+	for _, kw := range tagKeywords {
+		if kw.name == k {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,6 @@
 // Package search is the engine behind the grep, glob and ls tools: Grep (content search with
-// two engines of identical semantics, ripgrep and pure Go), Glob (file names by doublestar
-// pattern, newest first) and Tree (a capped directory tree). It is a pure library: no tool
+// two engines of identical semantics, ripgrep and pure Go), Glob (file names by glob pattern,
+// newest first) and Tree (a capped directory tree). It is a pure library: no tool
 // wrapper, no schema.
 //
 // # Paths
@@ -41,8 +41,8 @@
 // Ignore-file lines are read like ripgrep reads them (comments, trailing whitespace, `\!` and
 // `\#`, `!`, a leading `/` anchors, a trailing `/` matches directories only, no slash means
 // "at any depth", `dir/**` is everything inside dir, `{a,b}` alternation — which git itself
-// does not have —, `[!x]` and `[^x]` classes); each path component is matched by go-git's
-// plumbing/format/gitignore, with `**` and anchoring handled around it. A line that does not
+// does not have —, `[!x]` and `[^x]` classes); each path component is matched by path.Match
+// with every literal escaped, with `**` and anchoring handled around it. A line that does not
 // compile is skipped; a file stops at its first line that is not valid UTF-8 (as in ripgrep).
 //
 // # Grep
@@ -103,8 +103,11 @@
 //
 // # Glob
 //
-// Glob matches doublestar patterns against paths relative to its Path and lists regular files
-// only, sorted by modification time, newest first, ties by path. Ignore files apply as above;
+// Glob patterns are globs of the same dialect as Grep's Include/Exclude (ripgrep's globset:
+// `*` and `?` within a component, `[...]` classes, `{a,b}` alternatives, not nested, `**` as a
+// whole component), compiled by the same code, but matched against the whole path relative to
+// Path: "*.go" lists the files directly in Path, "**/*.go" those at any depth. Glob lists regular
+// files only, sorted by modification time, newest first, ties by path. Ignore files apply as above;
 // hidden entries are skipped unless Hidden or the pattern names a dot component itself
 // (".github/**", "**/.env*": then hidden entries are visited everywhere and the pattern
 // decides). The walk starts at the pattern's literal directory prefix and, without `**`, does

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // GlobOptions describes a file-name search.
@@ -22,9 +20,10 @@ type GlobOptions struct {
 	// Path is the directory the pattern is relative to (relative to Root, or absolute inside
 	// it). Empty means Root.
 	Path string
-	// Pattern is a doublestar pattern: `*`, `?`, `[...]`, `{a,b}` and `**` for any number of
-	// directories, e.g. "**/*.go" or "cmd/*/main.go". It is matched against paths relative
-	// to Path.
+	// Pattern is a glob in the dialect of Grep's Include/Exclude (ripgrep's): `*`, `?`,
+	// `[...]` (`[!x]` or `[^x]` negated), `{a,b}` (not nested), `\` escapes, and `**` as a
+	// whole component for any number of directories, e.g. "**/*.go" or "cmd/*/main.go". It is
+	// matched against whole paths relative to Path (no implicit "**/", unlike an ignore line).
 	Pattern string
 	// Hidden includes hidden files and directories. They are also included when the pattern
 	// names a dot path itself (a component starting with ".", such as ".github/**" or
@@ -67,8 +66,9 @@ func Glob(ctx context.Context, opts GlobOptions) (*GlobResult, error) {
 		return nil, invalidArgs("pattern is empty")
 	case strings.HasPrefix(pat, "/"):
 		return nil, invalidArgs("pattern %q must be relative (it is matched against paths relative to the search path)", opts.Pattern)
-	case !doublestar.ValidatePattern(pat):
-		return nil, invalidArgs("invalid glob pattern %q (check brackets, braces and escapes)", opts.Pattern)
+	}
+	if _, err := compilePattern(pat); err != nil {
+		return nil, invalidArgs("invalid glob pattern %q: %v", opts.Pattern, err)
 	}
 	segs := strings.Split(pat, "/")
 	for _, s := range segs {
@@ -95,6 +95,10 @@ func Glob(ctx context.Context, opts GlobOptions) (*GlobResult, error) {
 		lit++
 	}
 	rest := strings.Join(segs[lit:], "/")
+	matcher, err := compilePattern(rest)
+	if err != nil {
+		return nil, invalidArgs("invalid glob pattern %q: %v", opts.Pattern, err)
+	}
 	if lit > 0 {
 		startRel := path.Join(base.rel, strings.Join(segs[:lit], "/"))
 		ts, err := resolveTargets(root, []string{filepath.FromSlash(startRel)}, true, nil)
@@ -120,8 +124,7 @@ func Glob(ctx context.Context, opts GlobOptions) (*GlobResult, error) {
 		prefix = start.rel + "/"
 	}
 	w.visit = func(_ int, abs, rel string) {
-		sub := strings.TrimPrefix(rel, prefix)
-		if ok, _ := doublestar.Match(rest, sub); !ok {
+		if !matcher.match(splitRel(strings.TrimPrefix(rel, prefix))) {
 			return
 		}
 		fi, err := os.Lstat(abs)
@@ -151,6 +154,33 @@ func Glob(ctx context.Context, opts GlobOptions) (*GlobResult, error) {
 	}
 	res.Files = files
 	return res, nil
+}
+
+// compilePattern compiles a Glob pattern: its brace alternatives, each split into components
+// (the machinery of ignore.go, without the ignore-file line syntax).
+func compilePattern(pat string) (*rule, error) {
+	alts, err := expandBraces(pat)
+	if err != nil {
+		return nil, err
+	}
+	r := &rule{line: pat}
+	for _, a := range alts {
+		g, err := compileGlob(a)
+		if err != nil {
+			return nil, err
+		}
+		r.alts = append(r.alts, g)
+	}
+	return r, nil
+}
+
+// splitRel splits a slash path into a relPath.
+func splitRel(p string) relPath {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return relPath{last: p}
+	}
+	return relPath{pre: strings.Split(p[:i], "/"), last: p[i+1:]}
 }
 
 func hasGlobMeta(s string) bool { return strings.ContainsAny(s, `*?[]{}\`) }

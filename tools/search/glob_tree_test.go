@@ -65,6 +65,18 @@ func TestGlob(t *testing.T) {
 		{GlobOptions{Pattern: "build/*"}, []string{"build/out.txt"}},
 		{GlobOptions{Pattern: "nosuchdir/*.go"}, nil},
 		{GlobOptions{Pattern: "**/HEAD", Hidden: true, NoIgnore: true}, nil},
+		// The dialect (shared with grep's globs): classes, negated classes both ways, ?,
+		// alternatives holding slashes, ** as a whole component only.
+		{GlobOptions{Pattern: "src/[mu]*.go"}, []string{"src/main.go"}},
+		{GlobOptions{Pattern: "src/[!m]*/*.go"}, []string{"src/util/u.go", "src/util/u_test.go"}},
+		{GlobOptions{Pattern: "src/[^m]*/*.go"}, []string{"src/util/u.go", "src/util/u_test.go"}},
+		{GlobOptions{Pattern: "src/ma?n.go"}, []string{"src/main.go"}},
+		{GlobOptions{Pattern: "src/?.{b,c}"}, []string{"src/a.b", "src/b.c"}},
+		{GlobOptions{Pattern: "{src,wl}/*.go"}, []string{"src/main.go", "wl/a.go"}},
+		{GlobOptions{Pattern: "**/{u,c}.go"}, []string{"src/util/u.go", "wl/d/c.go"}},
+		{GlobOptions{Pattern: "src/**"}, []string{"src/a.b", "src/b.c", "src/main.go", "src/util/u.go", "src/util/u_test.go"}},
+		{GlobOptions{Pattern: "src**/*.go"}, []string{"src/main.go"}}, // ** inside a component is *
+		{GlobOptions{Pattern: "src/*.GO"}, nil},                       // case-sensitive
 	}
 	for _, c := range cases {
 		o := c.opts

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // This file holds the ignore machinery shared by both grep engines, glob and tree.
@@ -20,10 +19,11 @@ import (
 // include/exclude globs) are read the way ripgrep 13's `ignore` crate reads them (comments,
 // trailing whitespace, `\!`/`\#` escapes, `!` negation, leading `/` anchoring, trailing `/` for
 // directories only, an implicit `**/` for patterns without a slash, `/**` meaning "everything
-// inside", `{a,b}` alternation). Each path component is then matched by go-git's
-// plumbing/format/gitignore (a single-component pattern per glob segment); this file only adds
-// the structure around it: `**` with backtracking, and exact-path semantics (a pattern matches a
-// path, never "a path because of one of its parents": parents are pruned by the walk itself).
+// inside", `{a,b}` alternation). Each path component is then matched by path.Match (one
+// pattern per glob segment, every literal escaped); this file adds the structure around it: `**`
+// with backtracking, and exact-path semantics (a pattern matches a path, never "a path because
+// of one of its parents": parents are pruned by the walk itself). The same compiled globs serve
+// Glob's patterns (without the ignore-file line syntax): agentd has one glob dialect.
 
 type matchResult int8
 
@@ -57,12 +57,12 @@ type globSeg struct {
 	recursive bool // "**": zero or more components
 	kind      segKind
 	lit       string // the literal part for segLit, segSuffix, segPrefix, segContains
-	pat       gitignore.Pattern
+	pat       string // a path.Match pattern, for segPattern
 }
 
 // segKind selects how a component is compared. The shapes `name`, `*suffix`, `prefix*`,
-// `*infix*` and `*` are compared directly (they are exactly what filepath.Match would
-// decide, without its cost); everything else goes through go-git.
+// `*infix*` and `*` are compared directly (they are exactly what path.Match would decide,
+// without its cost); everything else goes through path.Match.
 type segKind uint8
 
 const (
@@ -87,7 +87,8 @@ func (s *globSeg) match(comp string) bool {
 	case segAny:
 		return true
 	}
-	return s.pat.Match([]string{comp}, false) != gitignore.NoMatch
+	ok, _ := path.Match(s.pat, comp) // the pattern was checked when compiled
+	return ok
 }
 
 // globPat is one brace alternative of a rule.
@@ -284,9 +285,8 @@ var (
 )
 
 // compileSeg translates one glob component (globset syntax: `*`, `?`, `[...]` with `!` or `^`
-// negation and no escapes inside classes, `\` escapes elsewhere) into a filepath.Match pattern
-// for a go-git single-component pattern. Every literal character that is not a letter or digit is
-// escaped, so go-git's own line syntax (`!`, trailing spaces) never applies.
+// negation and no escapes inside classes, `\` escapes elsewhere) into a path.Match pattern.
+// Every literal character that is not a letter or digit is escaped.
 func compileSeg(part string) (globSeg, error) {
 	if part == "**" {
 		return globSeg{recursive: true}, nil
@@ -294,7 +294,7 @@ func compileSeg(part string) (globSeg, error) {
 	var b, lit strings.Builder
 	isLit := true
 	// shape records the structure of simple segments: 'L' for a literal run, '*' for a star;
-	// anything else ('?', a class) makes the segment a go-git pattern.
+	// anything else ('?', a class) makes the segment a path.Match pattern.
 	var shape []byte
 	var runs []string
 	addLit := func(c rune) {
@@ -390,10 +390,10 @@ func compileSeg(part string) (globSeg, error) {
 		return globSeg{kind: segLit, lit: lit.String()}, nil
 	}
 	pat := b.String()
-	if _, err := filepath.Match(pat, ""); err != nil {
+	if _, err := path.Match(pat, ""); err != nil {
 		return globSeg{}, fmt.Errorf("bad glob component %q", part)
 	}
-	seg := globSeg{pat: gitignore.ParsePattern(pat, nil)}
+	seg := globSeg{pat: pat}
 	if !complexSeg {
 		switch string(shape) {
 		case "*":

@@ -107,7 +107,7 @@ func TestInvalidArguments(t *testing.T) {
 	wantType(t, err, tools.InvalidArgs)
 	_, err = Grep(ctx, GrepOptions{Root: root, Pattern: "x", Before: -1})
 	wantType(t, err, tools.InvalidArgs)
-	for _, p := range []string{"[abc", "/etc/*", "../*.go", "a/{b", "src/./x"} {
+	for _, p := range []string{"[abc", "/etc/*", "../*.go", "a/{b", "src/./x", "{a,{b,c}}", `a\`, "[z-a]"} {
 		_, err := Glob(ctx, GlobOptions{Root: root, Pattern: p})
 		wantType(t, err, tools.InvalidArgs)
 	}
@@ -612,7 +612,7 @@ func TestGitCheckIgnore(t *testing.T) {
 }
 
 // TestSegmentShortcuts checks that the direct comparisons used for simple glob components
-// agree with the go-git pattern they stand for.
+// agree with the path.Match pattern they stand for.
 func TestSegmentShortcuts(t *testing.T) {
 	names := []string{"", "a", "ab", "abc", ".log", "x.log", "x.log.gz", "log", "logx", "xlogx", "a*b", "*", "é.log", "README"}
 	for _, pat := range []string{"*.log", "log*", "*log*", "*", "a*b", "x.log", `\*`, "*\\*", "README", "*é*"} {
@@ -632,7 +632,7 @@ func TestSegmentShortcuts(t *testing.T) {
 				continue
 			}
 			if seg.match(n) != ref.match(n) {
-				t.Errorf("%q vs %q: shortcut %v, go-git %v (kind %d)", pat, n, seg.match(n), ref.match(n), seg.kind)
+				t.Errorf("%q vs %q: shortcut %v, path.Match %v (kind %d)", pat, n, seg.match(n), ref.match(n), seg.kind)
 			}
 		}
 	}
