@@ -475,7 +475,10 @@ func TestNoReviewingEditorFailsClosed(t *testing.T) {
 	ed := env.editor(false) // cannot review
 	s := ed.newSession()
 	ed.prompt(s, "fix it")
-	ed.turnEnd()
+	if end := ed.turnEnd(); end.Reason != "blocked" {
+		t.Errorf("turn end = %+v, want blocked: no one can approve the edit", end)
+	}
+	ed.turnEndOf(ed.prompt(s, "what happened?")) // the model reads the result in its next request
 	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
 		t.Error("an edit was applied with no editor able to review it")
 	}
@@ -493,26 +496,34 @@ func TestNoReviewingEditorFailsClosed(t *testing.T) {
 
 func TestDisconnectDuringAReviewRejectsAndTheSessionResumes(t *testing.T) {
 	env := newEnv(t, map[string]string{"cart.go": cartGo})
-	env.editTwoHunks()
+	env.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"cart.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"cart.go","old_string":"return \"cart\"","new_string":"return \"basket\""}`)),
+	)
 	ed := env.editor(true)
 	s := ed.newSession()
+	// An attached editor that cannot review sees the turn end; it cannot answer the review, so
+	// the daemon still has no reviewer once the first editor is gone.
+	watcher := env.editor(false)
+	var att rpc.SessionAttachResult
+	watcher.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
 	ed.prompt(s, "fix it")
 	ed.review()
 	ed.conn.Close() // the editor vanishes mid-review
-	// The turn goes on without the edit; the daemon keeps serving.
-	ed2 := env.editor(true)
-	var att rpc.SessionAttachResult
-	ed2.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
-	deadline := time.Now().Add(20 * time.Second)
-	for env.srv.Busy() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	// No one can approve the edit any more: it is not run, and the turn ends there (as in
+	// `agentd run` without a terminal), without asking the model again.
+	if end := watcher.turnEnd(); end.Reason != "blocked" {
+		t.Errorf("the interrupted turn ended with %+v, want blocked", end)
+	}
+	if n := len(env.ollama.Chats()); n != 2 {
+		t.Errorf("the model was asked %d times, want 2 (the read, the edit)", n)
 	}
 	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
 		t.Error("the file changed after the reviewing editor disconnected")
 	}
-	if tr := env.lastToolResult(); !strings.Contains(tr, "disconnected") {
-		t.Errorf("the model was not told the editor disconnected:\n%s", tr)
-	}
+	// The daemon keeps serving; the session resumes in another editor, and the model's next
+	// request tells it what happened.
+	ed2 := env.editor(true)
 	ed2.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
 	if len(att.History) < 3 || att.History[0].Type != "user" || att.History[0].Text != "fix it" {
 		t.Errorf("resumed history = %+v", att.History)
@@ -521,6 +532,9 @@ func TestDisconnectDuringAReviewRejectsAndTheSessionResumes(t *testing.T) {
 	ed2.prompt(s, "are you there?")
 	if end := ed2.turnEnd(); end.Reason != "done" {
 		t.Errorf("turn end after resuming = %+v", end)
+	}
+	if tr := env.lastToolResult(); !strings.Contains(tr, "disconnected") || !strings.Contains(tr, "approval_unavailable") {
+		t.Errorf("the model was not told the editor disconnected:\n%s", tr)
 	}
 }
 
@@ -645,7 +659,10 @@ func TestReviewTimeoutRejects(t *testing.T) {
 	if rr.By != "timeout" || rr.Outcome != "rejected" {
 		t.Errorf("resolved = %+v", rr)
 	}
-	ed.turnEnd()
+	if end := ed.turnEnd(); end.Reason != "blocked" {
+		t.Errorf("turn end = %+v, want blocked: no one approved the edit", end)
+	}
+	ed.turnEndOf(ed.prompt(s, "what happened?")) // the model reads the result in its next request
 	if got, _ := os.ReadFile(filepath.Join(env.ws, "cart.go")); string(got) != cartGo {
 		t.Error("a timed-out review changed the file")
 	}

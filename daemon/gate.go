@@ -3,12 +3,18 @@ package daemon
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
+	"github.com/agentd/agentd/tools/fsafe"
+	"github.com/agentd/agentd/tools/mcp"
+	"github.com/agentd/agentd/tools/sandbox"
 )
 
 // Asker asks the user about one call the policy cannot decide alone. The editor daemon asks
@@ -19,6 +25,8 @@ type Asker interface {
 
 // Question is one call to decide.
 type Question struct {
+	// Call is the call to decide. For a command, its preview's sandbox line also names what
+	// allowing it opens: the unix sockets of its rule, the sensitive files approving unmasks.
 	Call    agent.GateRequest
 	Request policy.Request
 	Verdict policy.Verdict
@@ -49,6 +57,12 @@ type Answer struct {
 	By string
 }
 
+// AnswerUnavailable is not a user's decision: nobody could decide (no editor that can review was
+// attached, the reviewing editor disconnected, no decision came within the timeout). Reason says
+// which, for the model; the call gets approval_unavailable and the turn ends, as in `agentd run`
+// without a terminal.
+const AnswerUnavailable = "unavailable"
+
 // ErrCancelTurn is returned by a gate when the user cancelled the whole turn.
 var ErrCancelTurn = errors.New("the user cancelled the turn")
 
@@ -72,16 +86,23 @@ func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 			by = store.ByGrant
 		}
 		store.SetDecidedBy(ctx, by)
-		return agent.GateDecision{Allow: true}, nil
+		sockets, _ := g.optIns(req)
+		return agent.GateDecision{Allow: true, Approval: approvalOf(sockets)}, nil
 	case policy.Deny:
 		store.SetDecidedBy(ctx, store.ByPolicy)
 		return agent.GateDecision{Type: tools.PermissionDenied, Reason: v.Reason}, nil
 	}
 	if g.ask == nil {
+		// Nobody to ask (agentd run without a terminal). Not a rejection by the user: the call
+		// gets its own result type, and the turn ends, since nothing the model does can obtain
+		// the approval.
 		store.SetDecidedBy(ctx, store.ByPolicy)
-		return agent.GateDecision{Reason: "no one can approve it here (" + v.Reason + ")"}, nil
+		return agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true,
+			Reason: v.Reason + "; no one can approve it here: there is no terminal or editor to ask the user. " + g.howToAllow(req, preq, v)}, nil
 	}
 	q := Question{Call: req, Request: preq, Verdict: v, Kind: kindOf(req)}
+	sockets, sensitive := g.optIns(req)
+	q.Call.Preview = showOptIns(req.Preview, sockets, sensitive)
 	if v.Grantable {
 		q.Grants = g.h.Policy.Suggest(preq, v)
 	}
@@ -96,14 +117,24 @@ func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 	store.SetDecidedBy(ctx, by)
 	switch ans.Decision {
 	case AnswerAccept:
-		return agent.GateDecision{Allow: true, Approval: &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason}}, nil
+		a := &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason, UnixSockets: sockets}
+		if by == store.ByUser {
+			// Only the user's own yes to this command unmasks what it names (a grant never
+			// covers sensitive reads, but a settle by grant must not unmask either).
+			a.ReadableSensitive = sensitive
+		}
+		return agent.GateDecision{Allow: true, Approval: a}, nil
 	case AnswerAcceptForSession:
 		if ans.Grant != nil {
 			if _, err := g.h.Policy.Grants().Add(*ans.Grant); err != nil {
 				return agent.GateDecision{}, err
 			}
 		}
-		return agent.GateDecision{Allow: true}, nil
+		return agent.GateDecision{Allow: true, Approval: approvalOf(sockets)}, nil
+	case AnswerUnavailable:
+		// Fail closed, and tell the truth: the user did not reject it. Nothing the model does
+		// in this turn can obtain the approval, so the turn ends, as in `agentd run`.
+		return agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true, Reason: v.Reason + "; " + ans.Reason}, nil
 	case AnswerCancelTurn:
 		if g.cancelTurn != nil {
 			g.cancelTurn()
@@ -112,6 +143,123 @@ func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 	default:
 		return agent.GateDecision{Reason: ans.Reason}, nil
 	}
+}
+
+// howToAllow tells the user what would let a call that asks run without asking, as far as the
+// policy allows anything to (see policy.Decide).
+func (g *gate) howToAllow(req agent.GateRequest, preq policy.Request, v policy.Verdict) string {
+	config := filepath.Join(g.h.rt.opts.Policy.ConfigDir, "config")
+	terminal := "run `agentd run` in a terminal to be asked"
+	switch {
+	case preq.MCP != nil:
+		return "MCP tools ask in ask and auto-edit modes: run with --approval yolo, set \"trustReadOnly\": true for server " +
+			preq.MCP.Server + " in " + filepath.Join(g.h.rt.opts.Policy.ConfigDir, mcp.ConfigFile) +
+			" (its read-only tools then run without asking), or " + terminal + "."
+	case !v.Grantable:
+		// Protected paths, sensitive reads, network access, unparsable commands, no sandbox:
+		// these ask in every mode and no rule or grant covers them.
+		return "No approval mode, rule or grant allows this without asking: " + terminal + ", or use an editor."
+	case preq.Permission.Access == tools.AccessWrite:
+		return "To allow it: run with --approval auto-edit (edits apply without asking, and `agentd revert` undoes them), " +
+			"put `mode auto-edit` in " + config + ", or " + terminal + "."
+	case strings.HasPrefix(v.Reason, "asks: rule "):
+		return "A rule asks for it: change that rule in " + config + ", or " + terminal + "."
+	}
+	if kindOf(req) == "command" {
+		if strings.HasPrefix(v.Reason, "asks: commands ask in ") { // a read-only command in ask mode
+			return "To allow it: run with --approval auto-edit (read-only commands run in the sandbox without asking), " +
+				"put `mode auto-edit` in " + config + ", or " + terminal + "."
+		}
+		rule := "an `allow` rule for the command"
+		for _, gr := range g.h.Policy.Suggest(preq, v) {
+			if gr.Scope == policy.ScopeCommand {
+				// String quotes the words as the config file reads them: command `go test`.
+				rule = "the rule `allow " + strings.Trim(strings.TrimPrefix(gr.String(), "command "), "`") + "`"
+				break
+			}
+		}
+		return "To allow it: add " + rule + " to " + config + ", run with --approval yolo (commands run in the sandbox " +
+			"without asking), or " + terminal + "."
+	}
+	return "To allow it: " + terminal + "."
+}
+
+// optIns returns what a bash call may get beyond the base sandbox policy once allowed: the unix
+// sockets the `socket` lines of the user's rules open for its command line, and the sensitive
+// workspace files it names (absolute, resolved against its working directory), which only the
+// user's approval of this one call unmasks. Nil for other tools.
+func (g *gate) optIns(req agent.GateRequest) (sockets, sensitive []string) {
+	a, ok := req.Call.Args.(*builtin.BashArgs)
+	if !ok {
+		return nil, nil
+	}
+	cl := g.h.Policy.Classify(a.Command)
+	cwd := ""
+	if req.Preview != nil && req.Preview.Command != nil {
+		cwd = req.Preview.Command.Cwd
+	}
+	return cl.UnixSockets(), sensitiveReads(cl, cwd)
+}
+
+// sensitiveReads lists the sensitive files a command line names as static words (the
+// classifier's Sensitive: arguments, --opt=value values, input redirections), as absolute paths
+// resolved against cwd. A computed name (e=.en; cat ${e}v) is not there, and a command line that
+// changes directory (cd, pushd, popd) gets none, since its relative names would resolve elsewhere.
+// The bash tool keeps only regular files inside the workspace (builtin.optInsOf).
+func sensitiveReads(cl policy.Classification, cwd string) []string {
+	if !filepath.IsAbs(cwd) || cl.ParseError != nil {
+		return nil
+	}
+	for _, c := range cl.Commands {
+		if len(c.Argv) > 0 && (c.Argv[0] == "cd" || c.Argv[0] == "pushd" || c.Argv[0] == "popd") {
+			return nil
+		}
+	}
+	var out []string
+	for _, s := range cl.Sensitive {
+		words := []string{s}
+		if _, v, ok := strings.Cut(s, "="); ok && strings.HasPrefix(s, "-") {
+			words = append(words, v)
+		}
+		for _, w := range words {
+			if _, sens, _ := fsafe.Classify(filepath.ToSlash(w)); !sens || w == "" {
+				continue
+			}
+			p := w
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(cwd, p)
+			}
+			if p = filepath.Clean(p); !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// showOptIns is the preview the user is asked about: a command's sandbox line also says which
+// unix sockets the command gets and which sensitive files approving it unmasks.
+func showOptIns(pv *tools.Preview, sockets, sensitive []string) *tools.Preview {
+	if pv == nil || pv.Command == nil || len(sockets)+len(sensitive) == 0 {
+		return pv
+	}
+	cp, cmd := *pv, *pv.Command
+	if len(sockets) > 0 {
+		cmd.Sandbox += "; unix sockets ON (" + strings.Join(sockets, ", ") + ")"
+	}
+	if len(sensitive) > 0 && !strings.Contains(cmd.Sandbox, sandbox.SensitiveUnmasked) {
+		cmd.Sandbox += "; approving unmasks " + strings.Join(sensitive, ", ")
+	}
+	cp.Command = &cmd
+	return &cp
+}
+
+// approvalOf is the approval of a call allowed without the user's own yes: only the sockets.
+func approvalOf(sockets []string) *tools.Approval {
+	if len(sockets) == 0 {
+		return nil
+	}
+	return &tools.Approval{UnixSockets: sockets}
 }
 
 func kindOf(req agent.GateRequest) string {
@@ -139,6 +287,9 @@ func (h *Harness) policyRequest(req agent.GateRequest) policy.Request {
 	if a, ok := req.Call.Args.(*builtin.BashArgs); ok {
 		pr.Command = a.Command
 		pr.Network = a.Network
+	}
+	if mt, ok := req.Tool.(*mcp.Tool); ok {
+		pr.MCP = &policy.MCPCall{Server: mt.Server(), Tool: mt.RemoteName(), TrustedReadOnly: mt.TrustedReadOnly()}
 	}
 	return pr
 }

@@ -84,8 +84,8 @@ func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 		// Fail closed: nobody can see the change.
 		r.settle(Answer{}, "rejected", "disconnect")
 		<-r.answer
-		return Answer{Decision: AnswerReject, By: "no editor",
-			Reason: "no editor that can review changes is attached, so nothing was changed"}, nil
+		return Answer{Decision: AnswerUnavailable, By: "no editor",
+			Reason: "no one was asked: no editor that can review changes is attached"}, nil
 	}
 	ls.setStatus(q.Call.Call.ID, "awaitingApproval")
 	for _, c := range reviewers {
@@ -103,8 +103,8 @@ func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	case <-timeout:
 		if r.settle(Answer{}, "rejected", "timeout") {
 			<-r.answer
-			return Answer{Decision: AnswerReject, By: "timeout",
-				Reason: fmt.Sprintf("no decision within %s, so nothing was changed", srv.rt.opts.ReviewTimeout)}, nil
+			return Answer{Decision: AnswerUnavailable, By: "timeout",
+				Reason: fmt.Sprintf("the user was asked but made no decision within %s (the review timeout)", srv.rt.opts.ReviewTimeout)}, nil
 		}
 		return <-r.answer, nil
 	case <-ctx.Done():

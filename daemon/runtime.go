@@ -20,6 +20,8 @@ import (
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/fsafe"
+	buildcache "github.com/agentd/agentd/tools/gocache"
+	"github.com/agentd/agentd/tools/mcp"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -48,6 +50,9 @@ type Options struct {
 	Models ModelFactory
 	// Sandbox forces a sandbox mode (ModeAuto: the strongest available).
 	Sandbox sandbox.Mode
+	// SandboxLimits are every command's memory and process limits (zero fields:
+	// sandbox.DefaultLimits; negative: none).
+	SandboxLimits sandbox.Limits
 	// SandboxFeatures replaces the probe of this machine (tests).
 	SandboxFeatures *sandbox.Features
 	// BuildCache is the Go build cache sandboxed commands use ("" : $XDG_CACHE_HOME/agentd/go-build).
@@ -149,7 +154,7 @@ func NewRuntime(opts Options) (*Runtime, error) {
 		} else {
 			rt.features = sandbox.Detect()
 		}
-		rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features, HelperPath: helperBinary()})
+		rt.sandbox, rt.sandboxErr = sandbox.New(sandbox.Options{Mode: opts.Sandbox, Features: &rt.features, HelperPath: helperBinary(), Limits: opts.SandboxLimits})
 		slog.Debug("sandbox probed", "took", time.Since(start), "features", rt.features.Describe())
 		if rt.sandboxErr != nil {
 			slog.Warn("no sandbox: commands cannot run", "err", rt.sandboxErr, "features", rt.features.Describe())
@@ -314,6 +319,13 @@ type Harness struct {
 	tmpDir      string
 	contextCap  int
 	closeOnce   sync.Once
+	// mcp holds the session's MCP servers (tools/mcp), started in build, shut down in Close.
+	mcp *mcp.Set
+	// factsOnce fixes the workspace facts and project instructions for the session: they go into
+	// every request, so they are read once.
+	factsOnce sync.Once
+	factsVal  agent.WorkspaceFacts
+	instr     instructionsState
 }
 
 // Open creates or resumes a session's harness.
@@ -367,6 +379,9 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 		h.contextCap = rt.opts.ContextCap
 	}
 	if err := h.build(spec.Writer, spec.OllamaHost); err != nil {
+		if h.mcp != nil {
+			h.mcp.Close()
+		}
 		h.journal.Close()
 		return nil, err
 	}
@@ -394,12 +409,25 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if err := os.MkdirAll(gocache, 0o700); err != nil {
 		return err
 	}
+	// Layered over the user's own cache, read-only (tools/gocache): the first build of a session
+	// starts warm, and still writes only agentd's cache.
+	cacheEnv := []string{"GOCACHE=" + gocache}
+	if rt.sandbox != nil {
+		user, err := buildcache.UserDir()
+		var note string
+		cacheEnv, note = buildcache.SandboxEnv(rt.sandbox.HelperPath(), gocache, user, []string{h.ws.root, h.tmpDir})
+		if note != "" {
+			slog.Debug("sandboxed go commands do not read the user's build cache", "why", note, "err", err)
+		}
+	}
 	bash := builtin.BashConfig{Sandbox: rt.sandbox, SpillDir: filepath.Join(h.tmpDir, "spill"),
+		QuarantineDir: filepath.Join(rt.store.Dir(), "quarantine", h.Settings.ID),
 		Policy: sandbox.Policy{
 			TmpDir:         h.tmpDir,
 			WritableDirs:   []string{gocache},
-			SetEnv:         []string{"GOCACHE=" + gocache},
+			SetEnv:         cacheEnv,
 			ProtectedPaths: sandbox.DefaultProtectedPaths,
+			StateDir:       rt.store.Dir(), // masked: other sessions' journals and output
 		}}
 	switch {
 	case rt.sandbox == nil:
@@ -416,7 +444,10 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if err != nil {
 		return err
 	}
-	if h.registry, err = tools.NewRegistry(ts...); err != nil {
+	if err := h.startMCP(); err != nil {
+		return err
+	}
+	if h.registry, err = tools.NewRegistry(append(ts, h.mcp.Tools()...)...); err != nil {
 		return err
 	}
 	pcfg, err := policy.Load(rt.opts.Policy, h.ws.root)
@@ -501,6 +532,9 @@ func (h *Harness) Revert(turnID string) (string, store.RevertResult, error) {
 
 // Close closes the journal; the last session to close releases the models (Options.KeepAlive).
 func (h *Harness) Close() error {
+	if h.mcp != nil {
+		h.mcp.Close()
+	}
 	err := h.journal.Close()
 	h.closeOnce.Do(h.rt.harnessClosed)
 	return err
@@ -516,8 +550,8 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	}
 	numCtx := h.Settings.NumCtx
 	if numCtx == 0 {
-		sys := agent.SystemPrompt(h.facts(), h.registry.Definitions(), !info.Tools)
-		estimate := len(sys) / 3
+		sys := agent.SystemPrompt(h.registry.Definitions(), !info.Tools)
+		estimate := (len(sys) + len(agent.ContextBlock(h.facts()))) / 3
 		for _, d := range h.registry.Definitions() {
 			estimate += (len(d.Description) + len(d.Parameters)) / 3
 		}
@@ -554,9 +588,15 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	return sess, nil
 }
 
-// facts describe the workspace for the system prompt.
+// facts describe the workspace for the context block of the prompt (agent.ContextBlock): read
+// once per harness, so every request of the session carries the same bytes.
 func (h *Harness) facts() agent.WorkspaceFacts {
-	return agent.WorkspaceFacts{Root: h.ws.root, OS: runtime.GOOS + "/" + runtime.GOARCH, Git: gitSummary(h.ws.root)}
+	h.factsOnce.Do(func() {
+		h.instr = readInstructions(h.rt.opts.Policy, h.ws.root)
+		h.factsVal = agent.WorkspaceFacts{Root: h.ws.root, OS: runtime.GOOS + "/" + runtime.GOARCH,
+			Git: gitSummary(h.ws.root), Instructions: h.instr.In}
+	})
+	return h.factsVal
 }
 
 // gitSummary describes the repository at root in a few words, or "" outside a repository.
@@ -653,4 +693,41 @@ func (u unavailableRunner) Command(ctx context.Context, argv []string, dir strin
 
 func (u unavailableRunner) Describe(network bool) (string, error) {
 	return "", fmt.Errorf("no sandbox available: %s", strings.Join(u.rt.features.Missing(), "; "))
+}
+
+// startMCP starts the MCP servers of the user's configuration ($XDG_CONFIG_HOME/agentd/mcp.json)
+// for this session; their tools join the registry after the built-in ones. A server that does not
+// start is logged and leaves no tools; a configuration that does not parse stops the session.
+func (h *Harness) startMCP() error {
+	rt := h.rt
+	cfg, warnings, err := mcp.LoadConfig(rt.opts.Policy.ConfigDir, h.ws.root)
+	for _, w := range warnings {
+		slog.Warn("mcp", "warning", w)
+	}
+	if err != nil {
+		return err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = filepath.Join(rt.store.Dir(), "cache")
+	}
+	h.mcp = mcp.Start(context.Background(), cfg, mcp.Options{
+		Workspace: h.ws.root,
+		Sandbox:   rt.sandbox,
+		CacheDir:  filepath.Join(cache, "agentd", "mcp"),
+		Policy: sandbox.Policy{
+			TmpDir:         h.tmpDir,
+			ProtectedPaths: sandbox.DefaultProtectedPaths,
+			StateDir:       rt.store.Dir(),
+		},
+	})
+	return nil
+}
+
+// MCPStatus describes the session's MCP servers and their tools.
+func (h *Harness) MCPStatus() []mcp.ServerStatus {
+	if h.mcp == nil {
+		return nil
+	}
+	return h.mcp.Status()
 }

@@ -40,6 +40,8 @@ nvimnext=${AGENTD_NVIM_NEXT:-$e2e_dir/bin/nvim-next}
 timeout_s=${AGENTD_TEST_TIMEOUT:-180}
 pattern=${1:-}
 mkdir -p "$out/bin"
+# Test workspaces under out/ hold .go files: a nested module keeps them out of the repository's ./...
+[ -f "$repo/out/go.mod" ] || { mkdir -p "$repo/out" && printf 'module agentd.invalid/out\n' > "$repo/out/go.mod"; }
 export AGENTD_TEST_OUT=$out
 export AGENTD_REQUIRE_DAEMON=${AGENTD_REQUIRE_DAEMON:-1}
 
