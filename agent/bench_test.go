@@ -23,7 +23,6 @@ func BenchmarkPipelineNoop(b *testing.B) {
 	cfg := Config{
 		Registry:   reg,
 		Gate:       func(context.Context, GateRequest) (GateDecision, error) { return GateDecision{Allow: true}, nil },
-		Revalidate: func(context.Context, *tools.Call) error { return nil },
 		Middleware: []Middleware{func(next ExecFunc) ExecFunc { return next }},
 		After:      func(context.Context, *tools.Call, *tools.Result) (*ResultPatch, error) { return nil, nil },
 	}

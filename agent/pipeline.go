@@ -61,11 +61,8 @@ type AfterHook func(ctx context.Context, call *tools.Call, res *tools.Result) (*
 
 // Config is the kernel's configuration.
 type Config struct {
-	Registry *tools.Registry
-	Gate     Gate
-	// Revalidate runs after the gate approved and before Execute (the harness's post-gate check).
-	// Tools implementing tools.Revalidator are re-checked too.
-	Revalidate func(ctx context.Context, call *tools.Call) error
+	Registry   *tools.Registry
+	Gate       Gate
 	Middleware []Middleware
 	After      AfterHook
 	// MaxToolErrors consecutive failures of one tool disable it for the session. Default 3.
@@ -209,17 +206,9 @@ func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Re
 		}
 		call.Approval = d.Approval
 	}
-	// i. post-gate revalidation: the world may have changed while the user decided.
-	if k.cfg.Revalidate != nil {
-		if err := k.cfg.Revalidate(ctx, call); err != nil {
-			return nil, k.stop(call, start, exit{count: true, res: errorResult(call, tools.Stale, err)})
-		}
-	}
-	if r, ok := t.(tools.Revalidator); ok {
-		if err := r.Revalidate(ctx, call); err != nil {
-			return nil, k.stop(call, start, exit{count: true, res: errorResult(call, tools.Stale, err)})
-		}
-	}
+	// i. The world may have changed while the user decided: each tool checks, next to its write,
+	// that what it is about to do still binds to the approved preview (Preview.Binding), and
+	// answers stale otherwise. That is the only post-gate check: no second planning here.
 	ro := false
 	if r, ok := t.(tools.ReadOnlyTool); ok {
 		ro = r.ReadOnly(args)

@@ -157,26 +157,6 @@ func TestPreviewIsEmittedBeforeTheGateAndPassedToIt(t *testing.T) {
 	}
 }
 
-func TestPostGateRevalidation(t *testing.T) {
-	ft := &fakeTool{name: "t"}
-	changed := false
-	gate := func(context.Context, GateRequest) (GateDecision, error) {
-		changed = true // the file changed while the user was deciding
-		return GateDecision{Allow: true}, nil
-	}
-	reval := func(ctx context.Context, c *tools.Call) error {
-		if changed {
-			return tools.Errorf(tools.Stale, "a.go changed since it was read")
-		}
-		return nil
-	}
-	k, _ := newKernel(t, Config{Gate: gate, Revalidate: reval}, ft)
-	res := runOne(context.Background(), k, call("c", "t", `{}`))
-	if res.Type != tools.Stale || ft.calls.Load() != 0 {
-		t.Errorf("result %s, executed %d times; want stale and not executed", res.Type, ft.calls.Load())
-	}
-}
-
 func TestMiddlewareOrderAndAfterHook(t *testing.T) {
 	var order []string
 	mw := func(name string) Middleware {

@@ -568,7 +568,6 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		Kernel: agent.Config{
 			Registry:   h.registry,
 			Gate:       gate,
-			Revalidate: h.revalidate,
 			Middleware: []agent.Middleware{cp.Middleware()},
 			After:      h.afterCall,
 		},
@@ -619,31 +618,6 @@ func gitSummary(root string) string {
 		return "a git repository, branch " + branch + ", no uncommitted changes"
 	}
 	return fmt.Sprintf("a git repository, branch %s, %d changed files", branch, changed)
-}
-
-// revalidate re-checks an approved call right before it runs: a call's preview is computed again
-// and must bind to the same action the user approved (the file or command may have changed while
-// the user was deciding).
-func (h *Harness) revalidate(ctx context.Context, call *tools.Call) error {
-	if call.Preview == nil || call.Preview.Binding == "" {
-		return nil
-	}
-	t, ok := h.registry.Lookup(call.Name)
-	if !ok {
-		return nil
-	}
-	p, ok := t.(tools.Previewer)
-	if !ok {
-		return nil
-	}
-	now, err := p.Preview(ctx, call)
-	if err != nil {
-		return err
-	}
-	if now == nil || policy.CheckBinding(call.Preview.Binding, now.Binding) != nil {
-		return tools.Errorf(tools.Stale, "the target changed while the change waited for approval, so it was not applied; read it again and redo the change")
-	}
-	return nil
 }
 
 // afterCall tells the model when a file it changed differs between the editor's buffer and the

@@ -118,7 +118,7 @@
 //
 // # Bindings
 //
-// Bind computes the binding of the exact action (the preview's Binding when the tool sets one;
-// otherwise canonical paths and content hashes, or command, argv, cwd, sandbox and network).
-// The approval stores it; the kernel recomputes it at execution and calls CheckBinding.
+// An approval binds to the exact action through the tool's preview (tools.Preview.Binding:
+// canonical path and content hashes, or argv, cwd, sandbox and network); each tool checks it next
+// to its write, right before it acts, and answers stale when it no longer holds.
 package policy

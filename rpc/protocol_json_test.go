@@ -77,7 +77,7 @@ func generateProtocolJSON() ([]byte, error) {
 	}
 	enumOf := map[string]string{}
 	for _, e := range Enums {
-		out.Enums = append(out.Enums, jsonEnum{Name: e.Name, Fields: e.Fields, Values: e.Values})
+		out.Enums = append(out.Enums, jsonEnum(e))
 		for _, f := range e.Fields {
 			if enumOf[f] != "" {
 				return nil, fmt.Errorf("field %s is in two enums", f)

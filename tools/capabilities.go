@@ -84,12 +84,6 @@ type CompatTool interface {
 	CompatArgs(args map[string]any) map[string]any
 }
 
-// Revalidator re-checks a call after the gate approved it, because the world may have changed while
-// the user was deciding. Default: none. (File tools also re-check under their write lock.)
-type Revalidator interface {
-	Revalidate(ctx context.Context, call *Call) error
-}
-
 // Access is the kind of access a call needs. The kernel never reads it: it is metadata for the
 // harness's policy.
 type Access string

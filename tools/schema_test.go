@@ -50,7 +50,7 @@ type kindsArgs struct {
 	Name   string          `json:"name,omitempty" jsonschema:"minLength=1,maxLength=8,pattern=^[a-z]+$"`
 	Ratio  float64         `json:"ratio,omitempty" jsonschema:"exclusiveMinimum=0,exclusiveMaximum=1.5"`
 	Plain  string
-	hidden int
+	hidden int    //lint:ignore U1000 an unexported field, which the schema must leave out
 	Skip   string `json:"-"`
 }
 

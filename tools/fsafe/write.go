@@ -238,12 +238,6 @@ func isHex16(s string) bool {
 	return true
 }
 
-// isTempName reports whether name is one WriteFile could have created.
-func isTempName(name string) bool {
-	_, _, _, ok := tempOwner(name)
-	return ok
-}
-
 // ownerGone reports whether the writer of the temp file rel (in root r) is gone: the process
 // named in the file's name no longer runs (or is another process under a reused PID), and no
 // process holds the file's lock.

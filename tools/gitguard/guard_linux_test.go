@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -239,7 +238,11 @@ func TestGuardDoesNotFollowLinks(t *testing.T) {
 // BenchmarkGuardGoroot measures Begin+End on a copy of $GOROOT/src (about 13k entries).
 func BenchmarkGuardGoroot(b *testing.B) {
 	dst := filepath.Join(b.TempDir(), "src")
-	if out, err := exec.Command("cp", "-a", filepath.Join(runtime.GOROOT(), "src"), dst).CombinedOutput(); err != nil {
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(strings.TrimSpace(string(goroot)), "src"), dst).CombinedOutput(); err != nil {
 		b.Fatalf("cp: %v %s", err, out)
 	}
 	git(b, dst, "init", "-q")
