@@ -51,7 +51,10 @@ export function activate(context: vscode.ExtensionContext) {
 		chat,
 		status,
 		vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }),
-		reviews.onDidChange(() => session.setPendingReviewCount(reviews.count)),
+		reviews.onDidChange(() => {
+			session.setPendingReviewCount(reviews.count);
+			daemon.setWaiting(reviews.count > 0);
+		}),
 		reviews.onLink((l) => session.linkReview(l.callId, l.reviewId, l.kind, l.why)),
 		session.onPendingReviews((ps) => reviews.addMany(ps)),
 		session.onSessionChanged((id) => reviews.retainSession(id)),

@@ -1,6 +1,6 @@
 // agentd's editor protocol, mirrored one-to-one from rpc/protocol.go (the source of truth) and
-// documented with JSON examples in docs/protocol.md. test/protocol.test.ts parses the Go constants
-// and fails when this table drifts from them.
+// documented with JSON examples in docs/protocol.md. test/protocol.test.ts reads rpc/protocol.json
+// (generated from the Go table and types) and fails when this file drifts from it.
 //
 // This file has no dependency on `vscode` or vscode-languageclient, so the unit tests and the
 // webview can import it.

@@ -19,6 +19,7 @@ import {
 	type ChatChange,
 	type ChatItem,
 	type ChatState,
+	WAITING_ACTIVITY,
 } from "./chat/model";
 import { readConfig } from "./config";
 import { showError } from "./testmode";
@@ -138,7 +139,8 @@ export class SessionController implements vscode.Disposable {
 			model: this.session?.model || this.pickedModel() || cfg.model || "",
 			approvalMode: this.session?.approvalMode || cfg.approvalMode,
 			running: this.chat.running,
-			activity: this.chat.activity,
+			// Reviews of this session wait for the user: that is what the turn does now.
+			activity: this.chat.running && this.pendingReviews > 0 ? WAITING_ACTIVITY : this.chat.activity,
 			usage: this.chat.usage,
 			pendingReviews: this.pendingReviews,
 			contexts: this.contexts.map((c) => ({ id: c.id, label: c.label })),

@@ -1,5 +1,6 @@
 // The status bar item: connection state, model, and what the agent is doing now.
 import * as vscode from "vscode";
+import { WAITING_ACTIVITY } from "./chat/model";
 import type { SessionController, SessionViewState } from "./session";
 
 export class StatusBar implements vscode.Disposable {
@@ -45,7 +46,8 @@ export class StatusBar implements vscode.Disposable {
 				break;
 			case "running": {
 				const model = s.model || "agentd";
-				if (s.running) it.text = `$(loading~spin) ${model}: ${trim(s.activity ?? "working", 40)}`;
+				if (s.running && s.activity === WAITING_ACTIVITY) it.text = `$(bell) ${model}: ${s.activity}`;
+				else if (s.running) it.text = `$(loading~spin) ${model}: ${trim(s.activity ?? "working", 40)}`;
 				else it.text = `$(sparkle) ${model}`;
 				if (c.ollama && c.ollama !== "ok") {
 					it.text = `$(warning) ${model}`;

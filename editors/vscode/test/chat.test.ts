@@ -11,6 +11,7 @@ import {
 	type ChatChange,
 	type ChatItem,
 	type ChatState,
+	WAITING_ACTIVITY,
 } from "../src/chat/model";
 import type { SessionInfo, Update } from "../src/protocol";
 
@@ -94,7 +95,16 @@ test("the activity follows the turn", () => {
 	feed(s, [[2, "t1", { type: "toolCallUpdated", toolCall: { callId: "c", tool: "bash", status: "running", activity: "running go test ./..." } }]]);
 	assert.equal(s.activity, "running go test ./...");
 	feed(s, [[3, "t1", { type: "toolCallUpdated", toolCall: { callId: "d", tool: "edit", label: "Edit cart.go", status: "awaitingApproval" } }]]);
-	assert.equal(s.activity, "waiting for approval: Edit cart.go");
+	assert.equal(s.activity, WAITING_ACTIVITY);
+	// Another call of the batch finishing does not make it "thinking" while the review waits.
+	feed(s, [[4, "t1", { type: "toolCallCompleted", toolCall: { callId: "c", tool: "bash", status: "completed" } }]]);
+	assert.equal(s.activity, WAITING_ACTIVITY);
+	feed(s, [[5, "t1", { type: "toolCallUpdated", toolCall: { callId: "d", tool: "edit", status: "running" } }]]);
+	assert.notEqual(s.activity, WAITING_ACTIVITY);
+	feed(s, [[6, "t1", { type: "toolCallUpdated", toolCall: { callId: "e", tool: "bash", status: "awaitingApproval" } }]]);
+	assert.equal(s.activity, WAITING_ACTIVITY);
+	feed(s, [[7, "t1", { type: "turnCompleted" }]]);
+	assert.equal(s.activity, undefined);
 });
 
 test("coalesced deltas (gaps in seq) are applied", () => {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { anchorsOf, decisionFor, hunkAt, planDecorations, shiftAnchors, LINE_JOIN, type HunkState } from "../src/review/model";
+import { anchorsOf, decisionFor, hunkAt, planDecorations, rejectRestDecision, shiftAnchors, LINE_JOIN, type HunkState } from "../src/review/model";
 import type { FileReview, Hunk } from "../src/protocol";
 
 // The example review of docs/protocol.md §5.
@@ -30,7 +30,7 @@ test("anchors come from the hunks (0-based)", () => {
 	]);
 });
 
-test("pending hunks: removed lines red, proposed lines as ghost text after them", () => {
+test("pending hunks: removed lines red, a one-line proposal as ghost text after the line it replaces", () => {
 	const plan = planDecorations(file.hunks, anchorsOf(file), none, { lineCount: 100, tabSize: 2 });
 	assert.deepEqual(plan, {
 		removed: [
@@ -38,8 +38,8 @@ test("pending hunks: removed lines red, proposed lines as ghost text after them"
 			{ line: 59, hunkId: "h91c4d0e7" },
 		],
 		ghosts: [{ line: 59, before: false, text: "  return max(total, 0)", hunkId: "h91c4d0e7" }],
-		accepted: [],
-		rejected: [],
+		blocks: [],
+		acceptedRemoved: [],
 		lenses: [
 			{ line: 44, hunkId: "h3fa01b2c", state: "pending", conflict: false },
 			{ line: 59, hunkId: "h91c4d0e7", state: "pending", conflict: false },
@@ -47,22 +47,25 @@ test("pending hunks: removed lines red, proposed lines as ghost text after them"
 	});
 });
 
-test("more added than removed lines: the surplus joins the last removed line", () => {
-	const h: Hunk = { id: "h", oldStart: 2, oldLines: 2, newStart: 2, newLines: 4, removed: ["b", "c"], added: ["B", "C", "D", "E"] };
+test("a multi-line proposal is a block of real lines below the last removed line, never joined or cut", () => {
+	const added = Array.from({ length: 13 }, (_, i) => `\tline ${i + 1} ` + "x".repeat(40));
+	const h: Hunk = { id: "h", oldStart: 2, oldLines: 2, newStart: 2, newLines: 13, removed: ["b", "c"], added };
 	const plan = planDecorations([h], [{ id: "h", start: 1, removed: 2 }], none, { lineCount: 10 });
-	assert.deepEqual(plan.ghosts, [
-		{ line: 1, before: false, text: "B", hunkId: "h" },
-		{ line: 2, before: false, text: ["C", "D", "E"].join(LINE_JOIN), hunkId: "h" },
-	]);
+	assert.deepEqual(plan.ghosts, []);
+	assert.deepEqual(plan.blocks, [{ hunkId: "h", afterLine: 2, lines: added, state: "pending" }]);
 	assert.deepEqual(plan.removed.map((r) => r.line), [1, 2]);
+	assert.ok(!plan.blocks[0].lines.some((l) => l.includes(LINE_JOIN)));
 });
 
-test("a pure insertion shows at the end of the line above", () => {
+test("a multi-line insertion is a block below the line above it; a one-line one is ghost text", () => {
 	const h: Hunk = { id: "i", oldStart: 3, oldLines: 0, newStart: 3, newLines: 2, removed: [], added: ["x", "y"] };
 	const plan = planDecorations([h], [{ id: "i", start: 2, removed: 0 }], none, { lineCount: 10 });
-	assert.deepEqual(plan.ghosts, [{ line: 1, before: false, text: LINE_JOIN + "x" + LINE_JOIN + "y", hunkId: "i" }]);
+	assert.deepEqual(plan.ghosts, []);
+	assert.deepEqual(plan.blocks, [{ hunkId: "i", afterLine: 1, lines: ["x", "y"], state: "pending" }]);
 	assert.deepEqual(plan.removed, []);
 	assert.deepEqual(plan.lenses, [{ line: 2, hunkId: "i", state: "pending", conflict: false }]);
+	const one: Hunk = { ...h, newLines: 1, added: ["x"] };
+	assert.deepEqual(planDecorations([one], [{ id: "i", start: 2, removed: 0 }], none, { lineCount: 10 }).ghosts, [{ line: 1, before: false, text: LINE_JOIN + "x", hunkId: "i" }]);
 });
 
 test("an insertion at the top of the file shows before line 0", () => {
@@ -78,22 +81,41 @@ test("an append at the end of the file (oldStart = lines + 1) is clamped to the 
 	assert.deepEqual(plan.ghosts, [{ line: 2, before: false, text: LINE_JOIN + "end", hunkId: "a" }]);
 });
 
-test("long ghost text is clipped", () => {
+test("a long one-line proposal is a block, not clipped ghost text", () => {
 	const h: Hunk = { id: "l", oldStart: 1, oldLines: 1, newStart: 1, newLines: 1, removed: ["a"], added: ["x".repeat(500)] };
 	const plan = planDecorations([h], [{ id: "l", start: 0, removed: 1 }], none, { lineCount: 2, maxGhost: 10 });
-	assert.equal(plan.ghosts[0].text, "xxxxxxxxxx… (1 line: hover for all)");
+	assert.deepEqual(plan.ghosts, []);
+	assert.deepEqual(plan.blocks, [{ hunkId: "l", afterLine: 0, lines: ["x".repeat(500)], state: "pending" }]);
 });
 
-test("decided hunks show as accepted or rejected, without ghost text", () => {
+test("decided hunks are shown truthfully: accepted keeps its new text and strikes the old; rejected shows nothing", () => {
 	const states = new Map<string, HunkState>([
 		["h3fa01b2c", "accepted"],
 		["h91c4d0e7", "rejected"],
 	]);
 	const plan = planDecorations(file.hunks, anchorsOf(file), states, { lineCount: 100 });
-	assert.deepEqual(plan.accepted, [{ line: 44, hunkId: "h3fa01b2c" }]);
-	assert.deepEqual(plan.rejected, [{ line: 59, hunkId: "h91c4d0e7" }]);
+	// The accepted deletion: its line is struck through (going away), never shown as added.
+	assert.deepEqual(plan.acceptedRemoved, [{ line: 44, hunkId: "h3fa01b2c" }]);
 	assert.deepEqual(plan.removed, []);
 	assert.deepEqual(plan.ghosts, []);
+	assert.deepEqual(plan.blocks, []);
+	// An accepted replacement or insertion keeps showing its new text, marked accepted.
+	const accepted = new Map<string, HunkState>([["h91c4d0e7", "accepted"]]);
+	const p2 = planDecorations([file.hunks[1]], [anchorsOf(file)[1]], accepted, { lineCount: 100 });
+	assert.deepEqual(p2.ghosts, [{ line: 59, before: false, text: "    return max(total, 0)", hunkId: "h91c4d0e7", accepted: true }]);
+	assert.deepEqual(p2.acceptedRemoved, [{ line: 59, hunkId: "h91c4d0e7" }]);
+	const ins: Hunk = { id: "i", oldStart: 3, oldLines: 0, newStart: 3, newLines: 2, removed: [], added: ["x", "y"] };
+	const p3 = planDecorations([ins], [{ id: "i", start: 2, removed: 0 }], new Map([["i", "accepted"]]), { lineCount: 10 });
+	assert.deepEqual(p3.blocks, [{ hunkId: "i", afterLine: 1, lines: ["x", "y"], state: "accepted" }]);
+});
+
+test("reject with reason rejects only the pending hunks: the accepted ones are applied, with the reason", () => {
+	const ids = ["a", "b", "c"];
+	const st = new Map<string, HunkState>([["a", "accepted"]]);
+	assert.deepEqual(rejectRestDecision(ids, st, " too broad "), { type: "accept", hunks: ["a"], reason: "too broad" });
+	assert.deepEqual(rejectRestDecision(ids, st, ""), { type: "accept", hunks: ["a"] });
+	assert.deepEqual(rejectRestDecision(ids, new Map(), "no"), { type: "reject", reason: "no" });
+	assert.deepEqual(rejectRestDecision(ids, new Map([["b", "rejected"]])), { type: "reject" });
 });
 
 test("the decision waits for every hunk, then says exactly which were accepted", () => {

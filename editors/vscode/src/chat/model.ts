@@ -120,8 +120,13 @@ export interface ChatState {
 	usage?: UsageInfo;
 	/** Turns with a completed call that changed a file. */
 	changedTurns: Set<string>;
+	/** Tool calls waiting for the user's approval: while any waits, the activity says so. */
+	awaiting: Set<string>;
 	nextId: number;
 }
+
+/** The activity while a call waits for the user (a review or a command approval). */
+export const WAITING_ACTIVITY = "waiting for your review";
 
 /** Output kept per tool card; older output is cut (the result text is the authoritative end). */
 export const MAX_TOOL_OUTPUT = 64 * 1024;
@@ -137,6 +142,7 @@ export function newChatState(sessionId?: string): ChatState {
 		byId: new Map(),
 		running: false,
 		changedTurns: new Set(),
+		awaiting: new Set(),
 		nextId: 1,
 	};
 }
@@ -290,6 +296,7 @@ export function applyUpdate(s: ChatState, p: SessionUpdateParams): ChatChange[] 
 			s.running = true;
 			s.turnId = turnId;
 			s.activity = "thinking";
+			s.awaiting.clear();
 			s.currentAssistant = undefined;
 			break;
 		case "userMessage": {
@@ -345,6 +352,8 @@ export function applyUpdate(s: ChatState, p: SessionUpdateParams): ChatChange[] 
 				s.currentAssistant = undefined;
 				mergeToolCall(s, turnId, u.toolCall, out);
 				const tc = u.toolCall;
+				if (tc.status === "awaitingApproval" && u.type !== "toolCallCompleted") s.awaiting.add(tc.callId);
+				else s.awaiting.delete(tc.callId);
 				if (u.type === "toolCallCompleted" || TERMINAL.has(tc.status)) {
 					s.activity = s.running ? "thinking" : undefined;
 				} else {
@@ -378,12 +387,15 @@ export function applyUpdate(s: ChatState, p: SessionUpdateParams): ChatChange[] 
 			);
 			s.running = false;
 			s.activity = undefined;
+			s.awaiting.clear();
 			break;
 		}
 		default:
 			// An update kind this editor does not know yet: ignore, never fail.
 			break;
 	}
+	// While a call waits for the user, that is what the turn does (not "thinking").
+	if (s.running && s.awaiting.size > 0) s.activity = WAITING_ACTIVITY;
 	return out;
 }
 

@@ -38,6 +38,7 @@ export type ConnectionState =
 	| { kind: "stopped" };
 
 export const CLIENT_NAME = "agentd-vscode";
+export const WAITING_MESSAGE = "Waiting for your review";
 
 export class DaemonClient implements vscode.Disposable {
 	private client: LanguageClient | undefined;
@@ -61,6 +62,25 @@ export class DaemonClient implements vscode.Disposable {
 	readonly onReviewRequested = this._onReviewRequested.event;
 	private readonly _onReviewResolved = new vscode.EventEmitter<ReviewResolvedParams>();
 	readonly onReviewResolved = this._onReviewResolved.event;
+
+	/** The daemon's work-done progress (a running turn), by token: the message it last reported. */
+	private readonly progress = new Map<string, { next: () => void; params: { kind: string; message?: string }; message?: string }>();
+	private waiting = false;
+
+	/** Shows "Waiting for your review" in the turn's progress while reviews wait (and the daemon's message after). */
+	setWaiting(waiting: boolean): void {
+		if (waiting === this.waiting) return;
+		this.waiting = waiting;
+		for (const p of this.progress.values()) {
+			try {
+				p.params.kind = "report";
+				p.params.message = waiting ? WAITING_MESSAGE : (p.message ?? "Thinking…");
+				p.next();
+			} catch (err) {
+				this.log.warn(`progress report: ${errorMessage(err)}`);
+			}
+		}
+	}
 
 	/** Milliseconds from start() to a running connection, for the benchmarks. */
 	lastStartMs: number | undefined;
@@ -139,6 +159,24 @@ export class DaemonClient implements vscode.Disposable {
 				return false;
 			},
 			markdown: { isTrusted: false, supportHtml: false },
+			middleware: {
+				// The turn's progress ("Thinking…") says "Waiting for your review" while a review or
+				// an approval waits for the user (the daemon does not report that; see setWaiting).
+				handleWorkDoneProgress: (token, params, next) => {
+					const key = String(token);
+					if (params.kind === "end") {
+						this.progress.delete(key);
+						return next(token, params);
+					}
+					// vscode-languageclient's `next` hands its own `params` object to the progress, so
+					// the message is changed in that object (and it is kept to report again later).
+					const p = { next: () => next(token, params), params: params as { kind: string; message?: string }, message: this.progress.get(key)?.message };
+					if (params.message !== undefined) p.message = params.message;
+					this.progress.set(key, p);
+					if (this.waiting) params.message = WAITING_MESSAGE;
+					return next(token, params);
+				},
+			},
 		};
 
 		const client = new LanguageClient("agentd", "agentd", serverOptions, clientOptions);

@@ -26,7 +26,7 @@ import {
 import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
 import { commandLine, relativeTo, sandboxLabel } from "./format";
-import { anchorsOf, decisionFor, hunkAt, hunkStats, planDecorations, shiftAnchors, type HunkAnchor, type HunkState } from "./model";
+import { anchorsOf, decisionFor, hunkAt, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
 
@@ -43,6 +43,10 @@ interface Entry {
 	renderedAt?: number;
 	/** Command reviews: the notification was shown. */
 	asked?: boolean;
+	/** Command reviews: closes the notification (the review was settled, here or elsewhere). */
+	closeToast?: () => void;
+	/** Edit reviews: the hunks decided locally, most recent last (for Undo). */
+	decidedOrder: string[];
 }
 
 export interface ReviewTiming {
@@ -51,15 +55,30 @@ export interface ReviewTiming {
 	renderedAt?: number;
 }
 
-type HunkArgs = [reviewId?: string | { reviewId?: string; hunkId?: string }, hunkId?: string];
+type HunkArgs = [reviewId?: string | { reviewId?: string; hunkId?: string } | vscode.CommentThread, hunkId?: string];
+
+const MAC = process.platform === "darwin";
+/** The keys of package.json's keybindings, shown where the actions are. */
+export const KEYS = {
+	accept: MAC ? "⌘⌥Y" : "Ctrl+Alt+Y",
+	reject: MAC ? "⌘⌥N" : "Ctrl+Alt+N",
+	acceptFile: MAC ? "⌘⌥⇧Y" : "Ctrl+Alt+Shift+Y",
+	rejectFile: MAC ? "⌘⌥⇧N" : "Ctrl+Alt+Shift+N",
+	undo: MAC ? "⌘⌥U" : "Ctrl+Alt+U",
+	run: MAC ? "⌘⌥Enter" : "Ctrl+Alt+Enter",
+};
 
 export class ReviewManager implements vscode.Disposable {
 	private readonly entries = new Map<string, Entry>();
 	private readonly disposables: vscode.Disposable[] = [];
 	private readonly removedType: vscode.TextEditorDecorationType;
 	private readonly ghostType: vscode.TextEditorDecorationType;
-	private readonly acceptedType: vscode.TextEditorDecorationType;
-	private readonly rejectedType: vscode.TextEditorDecorationType;
+	private readonly acceptedRemovedType: vscode.TextEditorDecorationType;
+	private readonly acceptedGhostType: vscode.TextEditorDecorationType;
+	/** Multi-line proposals: one comment thread per hunk (see README "Why this review surface"). */
+	private readonly comments: vscode.CommentController;
+	private readonly threads = new Map<string, { thread: vscode.CommentThread; key: string }>();
+	private readonly threadHunks = new WeakMap<vscode.CommentThread, { reviewId: string; hunkId: string }>();
 	private readonly addedType: vscode.TextEditorDecorationType;
 	private readonly statusItem: vscode.StatusBarItem;
 	private readonly lensEmitter = new vscode.EventEmitter<void>();
@@ -72,6 +91,9 @@ export class ReviewManager implements vscode.Disposable {
 	/** Links a review to its tool call in the chat (and unlinks it when resolved). */
 	readonly onLink = this._onLink.event;
 	readonly timings: ReviewTiming[] = [];
+	/** The review whose decision was made in its editor: the next file's review takes the focus. */
+	private followFocus: string | undefined;
+	private focusNextArrival = false;
 
 	constructor(
 		private readonly daemon: DaemonClient,
@@ -97,19 +119,23 @@ export class ReviewManager implements vscode.Disposable {
 			overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
 			overviewRulerLane: vscode.OverviewRulerLane.Left,
 		});
-		this.acceptedType = vscode.window.createTextEditorDecorationType({
+		// An accepted hunk, waiting for the file's other hunks: the lines it removes stay in the
+		// buffer until then, struck through and faded (never green: they are going away), and its
+		// new text is shown, subdued, marked accepted. A rejected hunk shows nothing.
+		this.acceptedRemovedType = vscode.window.createTextEditorDecorationType({
 			isWholeLine: true,
-			backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
-			borderWidth: "0 0 0 3px",
+			textDecoration: "line-through",
+			opacity: "0.55",
+			borderWidth: "0 0 0 2px",
 			borderStyle: "solid",
-			borderColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
-		});
-		this.rejectedType = vscode.window.createTextEditorDecorationType({
-			isWholeLine: true,
-			borderWidth: "0 0 0 3px",
-			borderStyle: "dashed",
 			borderColor: new vscode.ThemeColor("editorOverviewRuler.deletedForeground"),
 		});
+		this.acceptedGhostType = vscode.window.createTextEditorDecorationType({
+			after: { color: new vscode.ThemeColor("gitDecoration.addedResourceForeground"), margin: "0 0 0 1.5em", fontStyle: "italic" },
+			before: { color: new vscode.ThemeColor("gitDecoration.addedResourceForeground"), fontStyle: "italic" },
+		});
+		this.comments = vscode.comments.createCommentController("agentd-review", "agentd proposals");
+		this.comments.options = { placeHolder: "", prompt: "" };
 		this.addedType = vscode.window.createTextEditorDecorationType({
 			isWholeLine: true,
 			backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
@@ -122,14 +148,18 @@ export class ReviewManager implements vscode.Disposable {
 		this.disposables.push(
 			this.removedType,
 			this.ghostType,
-			this.acceptedType,
-			this.rejectedType,
+			this.acceptedRemovedType,
+			this.acceptedGhostType,
+			this.comments,
 			this.addedType,
 			this.statusItem,
 			daemon.onReviewRequested((p) => this.add(p)),
 			daemon.onReviewResolved((p) => this.resolved(p)),
 			vscode.window.onDidChangeVisibleTextEditors(() => this.renderAll()),
-			vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
+			vscode.window.onDidChangeActiveTextEditor(() => {
+				this.focusNextArrival = false;
+				this.updateContext();
+			}),
 			vscode.workspace.onDidChangeTextDocument((e) => this.onDocChange(e)),
 			vscode.languages.registerCodeLensProvider([{ scheme: "file" }, { scheme: PROPOSED_SCHEME }], {
 				onDidChangeCodeLenses: this.lensEmitter.event,
@@ -167,7 +197,7 @@ export class ReviewManager implements vscode.Disposable {
 
 	add(p: ReviewRequestedParams): void {
 		if (this.entries.has(p.reviewId)) return;
-		const e: Entry = { params: p, receivedAt: Date.now(), anchors: [], states: new Map(), changed: false, busy: false };
+		const e: Entry = { params: p, receivedAt: Date.now(), anchors: [], states: new Map(), changed: false, busy: false, decidedOrder: [] };
 		if (p.kind === "edit" && p.file) {
 			e.uri = vscode.Uri.parse(p.file.uri);
 			e.anchors = anchorsOf(p.file);
@@ -182,7 +212,11 @@ export class ReviewManager implements vscode.Disposable {
 		this._onLink.fire({ callId: p.callId, reviewId: p.reviewId, kind: p.kind, why: p.why });
 		this.update();
 		if (e.uri) {
-			void this.revealIfIdle(e);
+			const ed = vscode.window.activeTextEditor;
+			// Only when the user is still on a file of the turn's reviews (or nothing else).
+			const focus = this.focusNextArrival && (!ed || ed.document.uri.scheme === "file");
+			this.focusNextArrival = false;
+			void (focus ? this.reveal(e, true) : this.revealIfIdle(e));
 			this.renderAll();
 		} else {
 			void this.ask(e);
@@ -217,12 +251,20 @@ export class ReviewManager implements vscode.Disposable {
 		const e = this.entries.get(reviewId);
 		if (!e) return;
 		this.entries.delete(reviewId);
+		e.closeToast?.();
+		e.closeToast = undefined;
 		this._onLink.fire({ callId: e.params.callId, reviewId: undefined });
 		this.update();
 		this.renderAll();
-		// Show the next queued review of another file.
+		// Show the next queued review of another file. When this one was decided in its editor,
+		// the next one takes the focus there (the keys keep working), at its first pending hunk.
+		const follow = this.followFocus === reviewId;
+		if (follow) this.followFocus = undefined;
 		const next = [...this.entries.values()].find((x) => x.uri);
-		if (next && e.uri) void this.revealIfIdle(next);
+		if (next && e.uri) void (follow ? this.reveal(next, true) : this.revealIfIdle(next));
+		// The next edit of the turn is often proposed only after this decision: it takes the focus
+		// when it arrives (unless the user went to another file meanwhile).
+		else if (follow && e.uri) this.focusNextArrival = true;
 	}
 
 	private clearAll(reason: string): void {
@@ -254,6 +296,7 @@ export class ReviewManager implements vscode.Disposable {
 			this.statusItem.hide();
 		}
 		void vscode.commands.executeCommand("setContext", "agentd.reviewPending", this.entries.size > 0);
+		void vscode.commands.executeCommand("setContext", "agentd.commandPending", commands > 0);
 		this.updateContext();
 		this.lensEmitter.fire();
 		this.treeEmitter.fire(undefined);
@@ -311,6 +354,7 @@ export class ReviewManager implements vscode.Disposable {
 			const first = e.anchors[0];
 			if (first) {
 				const line = Math.min(first.start, doc.lineCount - 1);
+				if (focus) ed.selection = new vscode.Selection(line, 0, line, 0);
 				ed.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 			}
 			this.render(ed);
@@ -321,6 +365,72 @@ export class ReviewManager implements vscode.Disposable {
 
 	private renderAll(): void {
 		for (const ed of vscode.window.visibleTextEditors) this.render(ed);
+		this.syncThreads();
+	}
+
+	/**
+	 * One comment thread per multi-line proposal, below its hunk: the proposed text as a fenced
+	 * code block in the file's language (real, highlighted lines), with Accept / Reject (or Undo)
+	 * in the thread's title bar and in the body. Threads are per document, not per editor.
+	 */
+	private syncThreads(): void {
+		const want = new Set<string>();
+		for (const e of this.entries.values()) {
+			const file = e.params.file;
+			if (!e.uri || !file || file.created) continue;
+			const doc = vscode.workspace.textDocuments.find((d) => sameUri(d.uri, e.uri!));
+			const plan = planDecorations(file.hunks, e.anchors, e.states, { lineCount: doc?.lineCount ?? Number.MAX_SAFE_INTEGER });
+			for (const b of plan.blocks) {
+				const id = `${e.params.reviewId}/${b.hunkId}`;
+				want.add(id);
+				const lang = doc?.languageId ?? "";
+				const pending = this.pendingCount(e);
+				const key = JSON.stringify([b.afterLine, b.state, lang, pending, e.busy]);
+				const cur = this.threads.get(id);
+				if (cur?.key === key) continue;
+				const range = new vscode.Range(b.afterLine, 0, b.afterLine, 0);
+				const index = file.hunks.findIndex((h) => h.id === b.hunkId);
+				const comment = this.blockComment(e, b, index, lang);
+				const thread = cur?.thread ?? this.comments.createCommentThread(e.uri, range, [comment]);
+				if (cur) {
+					thread.range = range;
+					thread.comments = [comment];
+				}
+				thread.canReply = false;
+				thread.collapsibleState = vscode.CommentThreadCollapsibleState.Expanded;
+				const n = file.hunks.length;
+				const h = file.hunks[index];
+				thread.label = `agentd · ${n > 1 ? `hunk ${index + 1}/${n}` : "hunk"} · +${h.added.length} −${h.removed.length}` + (b.state === "accepted" ? " · accepted" : "");
+				thread.contextValue = b.state === "pending" ? "agentdHunk" : "agentdHunkDecided";
+				this.threadHunks.set(thread, { reviewId: e.params.reviewId, hunkId: b.hunkId });
+				this.threads.set(id, { thread, key });
+			}
+		}
+		for (const [id, t] of [...this.threads]) {
+			if (want.has(id)) continue;
+			t.thread.dispose();
+			this.threads.delete(id);
+		}
+	}
+
+	private blockComment(e: Entry, b: ProposedBlock, index: number, lang: string): vscode.Comment {
+		const md = new vscode.MarkdownString(undefined, true);
+		md.isTrusted = { enabledCommands: ["agentd.review.acceptHunk", "agentd.review.rejectHunk", "agentd.review.undoHunk"] };
+		const fence = "`".repeat(Math.max(3, longestRun(b.lines.join("\n"), "`") + 1));
+		md.appendMarkdown(`${fence}${/^[\w+#.-]*$/.test(lang) ? lang : ""}\n${b.lines.join("\n")}\n${fence}\n\n`);
+		const args = encodeURIComponent(JSON.stringify([e.params.reviewId, b.hunkId]));
+		if (e.busy) md.appendMarkdown("_sending the decision…_");
+		else if (b.state === "pending") md.appendMarkdown(`[$(check) Accept](command:agentd.review.acceptHunk?${args}) \`${KEYS.accept}\` · [$(close) Reject](command:agentd.review.rejectHunk?${args}) \`${KEYS.reject}\``);
+		else {
+			const waiting = this.pendingCount(e);
+			md.appendMarkdown(`$(check) Accepted — applied once the file's other ${waiting === 1 ? "hunk is" : `${waiting} hunks are`} decided · [$(discard) Undo](command:agentd.review.undoHunk?${args}) \`${KEYS.undo}\``);
+		}
+		return {
+			body: md,
+			mode: vscode.CommentMode.Preview,
+			author: { name: b.state === "accepted" ? "✓ accepted" : "proposed" },
+			contextValue: b.state === "pending" ? "agentdHunk" : "agentdHunkDecided",
+		};
 	}
 
 	private render(ed: vscode.TextEditor): void {
@@ -328,8 +438,8 @@ export class ReviewManager implements vscode.Disposable {
 		const entries = this.entriesFor(doc.uri);
 		const removed: vscode.DecorationOptions[] = [];
 		const ghosts: vscode.DecorationOptions[] = [];
-		const accepted: vscode.DecorationOptions[] = [];
-		const rejected: vscode.DecorationOptions[] = [];
+		const acceptedRemoved: vscode.DecorationOptions[] = [];
+		const acceptedGhosts: vscode.DecorationOptions[] = [];
 		const added: vscode.DecorationOptions[] = [];
 		const tabSize = typeof ed.options.tabSize === "number" ? ed.options.tabSize : 4;
 		const line = (n: number) => new vscode.Range(n, 0, n, 0);
@@ -352,19 +462,20 @@ export class ReviewManager implements vscode.Disposable {
 			}
 			for (const g of plan.ghosts) {
 				const l = doc.lineAt(Math.min(g.line, doc.lineCount - 1));
-				ghosts.push(
+				const mark = g.accepted ? "✓ " : g.text.startsWith(" ⏎") ? "" : "→ ";
+				const hoverMessage = g.accepted ? "Accepted — applied once every hunk of this file is decided" : hover.get(g.hunkId);
+				(g.accepted ? acceptedGhosts : ghosts).push(
 					g.before
-						? { range: new vscode.Range(l.range.start, l.range.start), renderOptions: { before: { contentText: g.text } }, hoverMessage: hover.get(g.hunkId) }
-						: { range: new vscode.Range(l.range.end, l.range.end), renderOptions: { after: { contentText: (g.text.startsWith(" ⏎") ? "" : "→ ") + g.text } }, hoverMessage: hover.get(g.hunkId) },
+						? { range: new vscode.Range(l.range.start, l.range.start), renderOptions: { before: { contentText: mark + g.text } }, hoverMessage }
+						: { range: new vscode.Range(l.range.end, l.range.end), renderOptions: { after: { contentText: mark + g.text } }, hoverMessage },
 				);
 			}
-			for (const a of plan.accepted) accepted.push({ range: line(a.line), hoverMessage: "Accepted — applied once every hunk of this file is decided" });
-			for (const r of plan.rejected) rejected.push({ range: line(r.line), hoverMessage: "Rejected — this hunk will not be applied" });
+			for (const a of plan.acceptedRemoved) acceptedRemoved.push({ range: line(a.line), hoverMessage: "Accepted: this line goes once every hunk of this file is decided" });
 		}
 		ed.setDecorations(this.removedType, removed);
 		ed.setDecorations(this.ghostType, ghosts);
-		ed.setDecorations(this.acceptedType, accepted);
-		ed.setDecorations(this.rejectedType, rejected);
+		ed.setDecorations(this.acceptedRemovedType, acceptedRemoved);
+		ed.setDecorations(this.acceptedGhostType, acceptedGhosts);
 		ed.setDecorations(this.addedType, added);
 		const now = Date.now();
 		for (const e of entries) {
@@ -402,9 +513,17 @@ export class ReviewManager implements vscode.Disposable {
 				continue;
 			}
 			out.push(new vscode.CodeLens(top, { title, command: "agentd.review.showDiff", arguments: [id], tooltip: e.params.why }));
-			out.push(new vscode.CodeLens(top, { title: "Accept all", command: "agentd.review.acceptFile", arguments: [id], tooltip: "Accept every hunk (Ctrl+Alt+Shift+Y)" }));
-			out.push(new vscode.CodeLens(top, { title: "Reject all", command: "agentd.review.rejectFile", arguments: [id], tooltip: "Reject every hunk (Ctrl+Alt+Shift+N)" }));
-			out.push(new vscode.CodeLens(top, { title: "Reject with reason…", command: "agentd.review.rejectWithReason", arguments: [id], tooltip: "The model reads the reason" }));
+			const decided = file.hunks.length - this.pendingCount(e);
+			out.push(new vscode.CodeLens(top, { title: decided ? "Accept the rest" : "Accept all", command: "agentd.review.acceptFile", arguments: [id], tooltip: `Accept every pending hunk (${KEYS.acceptFile})` }));
+			out.push(new vscode.CodeLens(top, { title: decided ? "Reject the rest" : "Reject all", command: "agentd.review.rejectFile", arguments: [id], tooltip: `Reject every pending hunk (${KEYS.rejectFile})` }));
+			out.push(
+				new vscode.CodeLens(top, {
+					title: decided ? "Reject the rest with reason…" : "Reject with reason…",
+					command: "agentd.review.rejectWithReason",
+					arguments: [id],
+					tooltip: decided ? "The pending hunks are rejected, the accepted ones applied; the model reads the reason" : "The model reads the reason",
+				}),
+			);
 			out.push(new vscode.CodeLens(top, { title: "Diff", command: "agentd.review.showDiff", arguments: [id], tooltip: "Open the proposed file side by side" }));
 			if (file.created) continue;
 			const plan = planDecorations(file.hunks, e.anchors, e.states, { lineCount: doc.lineCount });
@@ -412,8 +531,8 @@ export class ReviewManager implements vscode.Disposable {
 				const range = new vscode.Range(l.line, 0, l.line, 0);
 				const label = n > 1 ? `hunk ${i + 1}/${n}` : "hunk";
 				if (l.state === "pending") {
-					out.push(new vscode.CodeLens(range, { title: `$(check) Accept ${label}`, command: "agentd.review.acceptHunk", arguments: [id, l.hunkId], tooltip: "Ctrl+Alt+Y" }));
-					out.push(new vscode.CodeLens(range, { title: "$(close) Reject", command: "agentd.review.rejectHunk", arguments: [id, l.hunkId], tooltip: "Ctrl+Alt+N" }));
+					out.push(new vscode.CodeLens(range, { title: `$(check) Accept ${label} ${KEYS.accept}`, command: "agentd.review.acceptHunk", arguments: [id, l.hunkId], tooltip: KEYS.accept }));
+					out.push(new vscode.CodeLens(range, { title: `$(close) Reject ${KEYS.reject}`, command: "agentd.review.rejectHunk", arguments: [id, l.hunkId], tooltip: KEYS.reject }));
 					if (l.conflict) out.push(new vscode.CodeLens(range, { title: "⚠ edited since proposed", command: "" }));
 				} else {
 					const waiting = this.pendingCount(e);
@@ -423,7 +542,7 @@ export class ReviewManager implements vscode.Disposable {
 							command: "",
 						}),
 					);
-					out.push(new vscode.CodeLens(range, { title: "Undo", command: "agentd.review.undoHunk", arguments: [id, l.hunkId] }));
+					out.push(new vscode.CodeLens(range, { title: `$(discard) Undo ${KEYS.undo}`, command: "agentd.review.undoHunk", arguments: [id, l.hunkId], tooltip: KEYS.undo }));
 				}
 			});
 		}
@@ -498,10 +617,14 @@ export class ReviewManager implements vscode.Disposable {
 	private hunkArgs(args: HunkArgs): { e?: Entry; hunkId?: string } {
 		let [a, hunkId] = args;
 		let reviewId: string | undefined;
-		if (a && typeof a === "object") {
+		const fromThread = a && typeof a === "object" ? this.threadHunks.get(a as vscode.CommentThread) : undefined;
+		if (fromThread) {
+			reviewId = fromThread.reviewId;
+			hunkId = fromThread.hunkId;
+		} else if (a && typeof a === "object" && !("uri" in a)) {
 			reviewId = a.reviewId;
 			hunkId = a.hunkId;
-		} else reviewId = a;
+		} else if (typeof a === "string") reviewId = a;
 		const e = this.pick(reviewId);
 		if (!e || !e.params.file) return {};
 		if (!hunkId) {
@@ -516,7 +639,9 @@ export class ReviewManager implements vscode.Disposable {
 		const { e, hunkId } = this.hunkArgs(args);
 		if (!e || !hunkId || e.busy) return;
 		if (e.params.file?.created) return state === "accepted" ? this.decide(e, { type: "accept" }) : this.decide(e, { type: "reject" });
+		if ((e.states.get(hunkId) ?? "pending") !== "pending") return;
 		e.states.set(hunkId, state);
+		e.decidedOrder.push(hunkId);
 		const d = decisionFor(
 			e.params.file!.hunks.map((h) => h.id),
 			e.states,
@@ -530,6 +655,38 @@ export class ReviewManager implements vscode.Disposable {
 		this.moveToNextHunk(e);
 	}
 
+	/** Undoes a local hunk decision: the one given, else the one at the cursor, else the latest. */
+	private undoHunk(args: HunkArgs): void {
+		const [a, given] = args;
+		let e: Entry | undefined;
+		let hunkId: string | undefined;
+		const fromThread = a && typeof a === "object" ? this.threadHunks.get(a as vscode.CommentThread) : undefined;
+		if (fromThread) {
+			e = this.entries.get(fromThread.reviewId);
+			hunkId = fromThread.hunkId;
+		} else if (typeof a === "string") {
+			e = this.entries.get(a);
+			hunkId = given;
+		} else if (a && typeof a === "object" && !("uri" in a)) {
+			e = this.pick(a.reviewId);
+			hunkId = a.hunkId;
+		} else e = this.pick();
+		if (!e || e.busy || !e.params.file) return;
+		if (!hunkId) {
+			const ed = vscode.window.activeTextEditor;
+			if (ed && sameUri(ed.document.uri, this.displayUri(e))) {
+				const line = ed.selection.active.line;
+				hunkId = e.anchors.find((x) => (e!.states.get(x.id) ?? "pending") !== "pending" && line >= x.start - (x.removed ? 0 : 1) && line <= x.start + Math.max(x.removed, 1) - 1)?.id;
+			}
+			hunkId ??= e.decidedOrder.at(-1);
+		}
+		if (!hunkId || (e.states.get(hunkId) ?? "pending") === "pending") return;
+		e.states.set(hunkId, "pending");
+		e.decidedOrder = e.decidedOrder.filter((x) => x !== hunkId);
+		this.update();
+		this.renderAll();
+	}
+
 	private moveToNextHunk(e: Entry): void {
 		const ed = vscode.window.activeTextEditor;
 		if (!ed || !sameUri(ed.document.uri, e.uri!)) return;
@@ -541,10 +698,14 @@ export class ReviewManager implements vscode.Disposable {
 		ed.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 	}
 
-	private async decide(e: Entry, decision: Decision): Promise<void> {
+	private async decide(e: Entry, decision: Decision, fromEditor = true): Promise<void> {
 		if (e.busy) return;
 		e.busy = true;
+		// Decided in its own editor: the next file's review opens with the focus (keys keep working).
+		const ed = vscode.window.activeTextEditor;
+		if (fromEditor && e.uri && ed && sameUri(ed.document.uri, this.displayUri(e))) this.followFocus = e.params.reviewId;
 		this.lensEmitter.fire();
+		this.syncThreads();
 		try {
 			const r = await this.daemon.request(Method.ReviewDecide, { reviewId: e.params.reviewId, decision });
 			this.log.info(`review ${e.params.reviewId}: ${JSON.stringify(decision)} → ${r.outcome}${r.settled?.length ? ` (also settled ${r.settled.join(", ")})` : ""}`);
@@ -558,21 +719,34 @@ export class ReviewManager implements vscode.Disposable {
 				return;
 			}
 			e.busy = false;
+			if (this.followFocus === e.params.reviewId) this.followFocus = undefined;
 			for (const id of e.states.keys()) e.states.set(id, "pending");
+			e.decidedOrder = [];
 			this.update();
 			this.renderAll();
 			showError(`agentd: the decision was not sent: ${errorMessage(err)}`);
 		}
 	}
 
-	async acceptFile(reviewId?: string): Promise<void> {
-		const e = this.pick(reviewId);
-		if (e) await this.decide(e, { type: "accept" });
+	/** Decides every pending hunk of a file the same way; the hunks decided already keep their decision. */
+	private async decideRest(e: Entry, state: HunkState): Promise<void> {
+		const file = e.params.file;
+		if (!file || file.created || e.busy) return this.decide(e, state === "accepted" ? { type: "accept" } : { type: "reject" });
+		const ids = file.hunks.map((h) => h.id);
+		const states = new Map(e.states);
+		for (const id of ids) if ((states.get(id) ?? "pending") === "pending") states.set(id, state);
+		const d = decisionFor(ids, states);
+		if (d) await this.decide(e, d);
 	}
 
-	async rejectFile(reviewId?: string, reason?: string): Promise<void> {
+	async acceptFile(reviewId?: string): Promise<void> {
 		const e = this.pick(reviewId);
-		if (e) await this.decide(e, reason ? { type: "reject", reason } : { type: "reject" });
+		if (e) await this.decideRest(e, "accepted");
+	}
+
+	async rejectFile(reviewId?: string): Promise<void> {
+		const e = this.pick(reviewId);
+		if (e) await this.decideRest(e, "rejected");
 	}
 
 	async rejectWithReason(reviewId?: string): Promise<void> {
@@ -584,8 +758,12 @@ export class ReviewManager implements vscode.Disposable {
 			placeHolder: "e.g. keep the clamp out of this change",
 			ignoreFocusOut: true,
 		});
-		if (reason === undefined) return;
-		await this.decide(e, reason.trim() ? { type: "reject", reason: reason.trim() } : { type: "reject" });
+		if (reason === undefined || !this.entries.has(e.params.reviewId)) return;
+		// Only the hunks still pending are rejected: the ones accepted already are applied, and the
+		// reason goes with them (a partial accept).
+		const file = e.params.file;
+		const d = file && !file.created ? rejectRestDecision(file.hunks.map((h) => h.id), e.states, reason) : reason.trim() ? { type: "reject" as const, reason: reason.trim() } : { type: "reject" as const };
+		await this.decide(e, d);
 	}
 
 	async acceptForSession(reviewId?: string, scope?: GrantScope): Promise<void> {
@@ -635,17 +813,52 @@ export class ReviewManager implements vscode.Disposable {
 					.join("\n")
 			: p.why;
 		const run = p.kind === "command" ? "Run once" : "Allow once";
-		const buttons = [run];
-		const session = p.scopes?.length === 1 ? `Allow: ${p.scopes[0].label || scopeLabel(p.scopes[0])}` : p.scopes?.length ? "Allow for session…" : undefined;
-		if (session) buttons.push(session);
-		buttons.push("Reject…");
-		const choice = modal
-			? await vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons)
-			: await vscode.window.showInformationMessage(message, ...buttons);
-		if (!this.entries.has(p.reviewId)) return; // decided elsewhere meanwhile
-		if (choice === run) await this.decide(e, { type: "accept" });
-		else if (choice && choice === session) await this.acceptForSession(p.reviewId);
-		else if (choice === "Reject…") await this.rejectWithReason(p.reviewId);
+		const sessionLabel = p.scopes?.length === 1 ? `Allow: ${p.scopes[0].label || scopeLabel(p.scopes[0])}` : p.scopes?.length ? "Allow for session…" : undefined;
+		if (modal) {
+			// A modal cannot be closed from outside: an answer given after the review was settled
+			// elsewhere is ignored.
+			const buttons = [run, ...(sessionLabel ? [sessionLabel] : []), "Reject…"];
+			const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...buttons);
+			if (!this.entries.has(p.reviewId)) return; // decided elsewhere meanwhile
+			if (choice === run) await this.decide(e, { type: "accept" }, false);
+			else if (choice && choice === sessionLabel) await this.acceptForSession(p.reviewId);
+			else if (choice === "Reject…") await this.rejectWithReason(p.reviewId);
+			return;
+		}
+		// A notification VS Code lets us close: a progress notification, whose actions are links.
+		// It closes when the review is settled, here, in the chat card, in another editor, by a
+		// grant, a timeout or the end of the turn (review/resolved), so no stale buttons remain.
+		const arg = encodeURIComponent(JSON.stringify([p.reviewId]));
+		const links = [
+			`[${run}](command:agentd.review.approveCommand?${arg} "${KEYS.run}")`,
+			...(sessionLabel ? [`[${sessionLabel.replace(/[[\]]/g, "")}](command:agentd.review.acceptForSession?${arg})`] : []),
+			`[Reject…](command:agentd.review.rejectWithReason?${arg})`,
+		];
+		// The actions first: a collapsed notification shows one line.
+		const title = p.kind === "command" && cmd ? `agentd wants to run: ${commandLine(cmd.argv)}` : `agentd wants to use ${p.tool}: ${p.label}`;
+		const rest = message.slice(title.length).replace(/^[\s—.]+/, "");
+		void vscode.window.withProgress(
+			{ location: vscode.ProgressLocation.Notification, title: title.replace(/[[\]]/g, ""), cancellable: false },
+			(progress) =>
+				new Promise<void>((resolve) => {
+					progress.report({ message: `${links.join(" · ")} (${KEYS.run}) — ${rest.replace(/[[\]]/g, "")}` });
+					if (!this.entries.has(p.reviewId)) return resolve();
+					e.closeToast = resolve;
+				}),
+		);
+	}
+
+	private reask(e: Entry): Promise<void> {
+		e.closeToast?.();
+		e.closeToast = undefined;
+		e.asked = false;
+		return this.ask(e);
+	}
+
+	/** Approves the pending command (the key): the one given, else the oldest command review. */
+	async approveCommand(reviewId?: string): Promise<void> {
+		const e = reviewId ? this.entries.get(reviewId) : [...this.entries.values()].find((x) => !x.uri);
+		if (e && !e.uri) await this.decide(e, { type: "accept" }, false);
 	}
 
 	/** From the chat's tool card. */
@@ -654,13 +867,13 @@ export class ReviewManager implements vscode.Disposable {
 		if (!e) return;
 		switch (action) {
 			case "accept":
-				return this.decide(e, { type: "accept" });
+				return this.decide(e, { type: "accept" }, false);
 			case "session":
 				return this.acceptForSession(reviewId);
 			case "reject":
 				return this.rejectWithReason(reviewId);
 			case "show":
-				return e.uri ? this.reveal(e, true) : this.ask({ ...e, asked: false });
+				return e.uri ? this.reveal(e, true) : this.reask(e);
 		}
 	}
 
@@ -673,7 +886,7 @@ export class ReviewManager implements vscode.Disposable {
 		const cur = ed ? list.findIndex((e) => e.uri && sameUri(this.displayUri(e), ed.document.uri)) : -1;
 		const e = list[(cur + 1) % list.length];
 		if (e.uri) await this.reveal(e, true);
-		else await this.ask({ ...e, asked: false });
+		else await this.reask(e);
 	}
 
 	private jumpHunk(dir: 1 | -1): void {
@@ -694,25 +907,20 @@ export class ReviewManager implements vscode.Disposable {
 		const reg = (id: string, fn: (...a: any[]) => unknown) => this.disposables.push(registerCommand(id, fn, this.log));
 		reg("agentd.review.acceptHunk", (...a: HunkArgs) => this.decideHunk(a, "accepted"));
 		reg("agentd.review.rejectHunk", (...a: HunkArgs) => this.decideHunk(a, "rejected"));
-		reg("agentd.review.undoHunk", (...a: HunkArgs) => {
-			const { e, hunkId } = this.hunkArgs(a);
-			if (!e || !hunkId || e.busy) return;
-			e.states.set(hunkId, "pending");
-			this.update();
-			this.renderAll();
-		});
+		reg("agentd.review.undoHunk", (...a: HunkArgs) => this.undoHunk(a));
 		const id = (a: unknown) => (a && typeof a === "object" ? (a as { reviewId?: string }).reviewId : (a as string | undefined));
 		reg("agentd.review.acceptFile", (a?: unknown) => this.acceptFile(id(a)));
 		reg("agentd.review.rejectFile", (a?: unknown) => this.rejectFile(id(a)));
 		reg("agentd.review.rejectWithReason", (a?: unknown) => this.rejectWithReason(id(a)));
 		reg("agentd.review.acceptForSession", (a?: unknown) => this.acceptForSession(id(a)));
 		reg("agentd.review.cancelTurn", (a?: unknown) => this.cancelTurn(id(a)));
+		reg("agentd.review.approveCommand", (a?: unknown) => this.approveCommand(id(a)));
 		reg("agentd.review.showDiff", (a?: unknown) => this.showDiff(id(a)));
 		reg("agentd.review.next", () => this.next());
 		reg("agentd.review.nextHunk", () => this.jumpHunk(1));
 		reg("agentd.review.previousHunk", () => this.jumpHunk(-1));
 		reg("agentd.review.acceptAllFiles", async () => {
-			for (const e of [...this.entries.values()]) if (e.uri) await this.decide(e, { type: "accept" });
+			for (const e of [...this.entries.values()]) if (e.uri) await this.decideRest(e, "accepted");
 		});
 	}
 
@@ -773,7 +981,7 @@ export class ReviewManager implements vscode.Disposable {
 				"agentd.review.ask",
 				(id: string) => {
 					const e = this.entries.get(id);
-					return e ? this.ask({ ...e, asked: false }) : undefined;
+					return e ? this.reask(e) : undefined;
 				},
 				this.log,
 			),

@@ -3,9 +3,11 @@
 //
 // The approach (see README "How the inline review works"): the user's buffer is never touched
 // before they accept. The removed lines are the real buffer lines, shown struck through on a red
-// background; the proposed lines are shown as green ghost text (decoration `after` content) at the
-// end of the lines they replace, or at the end of the line above an insertion. Nothing is written
-// until the daemon applies the accepted hunks through workspace/applyEdit (one undo step).
+// background; a one-line proposal is green ghost text (decoration `after` content) at the end of
+// the line it replaces (or of the line above an insertion); a longer one is a block of real,
+// syntax-highlighted lines right below the hunk (a comment thread, see review/manager.ts). Nothing
+// is written until the daemon applies the accepted hunks through workspace/applyEdit (one undo
+// step).
 
 import type { Decision, FileReview, Hunk } from "../protocol";
 
@@ -43,6 +45,8 @@ export interface GhostText {
 	/** Render before the line's text (an insertion at the top of the file), else after it. */
 	before: boolean;
 	hunkId: string;
+	/** The hunk was accepted (shown subdued, marked accepted). */
+	accepted?: boolean;
 }
 
 export interface LineMark {
@@ -50,27 +54,49 @@ export interface LineMark {
 	hunkId: string;
 }
 
+/**
+ * A hunk whose proposed text is more than one line: shown as real lines below `afterLine` (a
+ * comment thread per hunk whose body is the proposed text as a fenced code block in the file's
+ * language, so it reads like code, syntax-highlighted, without hovering).
+ */
+export interface ProposedBlock {
+	hunkId: string;
+	/** The block is shown below this line (the last removed line, or the line above an insertion). */
+	afterLine: number;
+	lines: string[];
+	state: "pending" | "accepted";
+}
+
 export interface DecorationPlan {
 	/** Lines a pending hunk removes (red, struck through). */
 	removed: LineMark[];
-	/** Proposed lines of pending hunks (green ghost text). */
+	/** One-line proposals of pending or accepted hunks (green ghost text at the end of a line). */
 	ghosts: GhostText[];
-	/** Lines of hunks accepted locally, waiting for the other hunks' decisions. */
-	accepted: LineMark[];
-	/** Lines of hunks rejected locally, waiting for the other hunks' decisions. */
-	rejected: LineMark[];
-	/** Where each hunk's Accept / Reject lens goes. */
+	/** Multi-line proposals of pending or accepted hunks (real lines below the hunk). */
+	blocks: ProposedBlock[];
+	/**
+	 * Lines an accepted hunk removes, waiting for the other hunks' decisions: struck through,
+	 * subdued, never green (they are going away). A rejected hunk shows nothing: the buffer is
+	 * what stays.
+	 */
+	acceptedRemoved: LineMark[];
+	/** Where each hunk's Accept / Reject (or Undo) lens goes. */
 	lenses: { line: number; hunkId: string; state: HunkState; conflict: boolean }[];
 }
 
 export interface PlanOptions {
 	lineCount: number;
-	/** Longest ghost text shown on one line; the hover shows all of it. */
+	/** Longest ghost text shown on one line; longer one-line proposals become blocks. */
 	maxGhost?: number;
 	tabSize?: number;
 }
 
 export const LINE_JOIN = " ⏎ ";
+
+/** A hunk shown as ghost text: it proposes exactly one line, in place of at most one line. */
+export function isOneLine(h: Hunk, removed: number, max = 120): boolean {
+	return h.added.length === 1 && removed <= 1 && h.added[0].length <= max;
+}
 
 export function planDecorations(
 	hunks: Hunk[],
@@ -78,11 +104,10 @@ export function planDecorations(
 	states: ReadonlyMap<string, HunkState>,
 	opts: PlanOptions,
 ): DecorationPlan {
-	const plan: DecorationPlan = { removed: [], ghosts: [], accepted: [], rejected: [], lenses: [] };
+	const plan: DecorationPlan = { removed: [], ghosts: [], blocks: [], acceptedRemoved: [], lenses: [] };
 	const last = Math.max(0, opts.lineCount - 1);
-	const max = opts.maxGhost ?? 240;
+	const max = opts.maxGhost ?? 120;
 	const tab = " ".repeat(opts.tabSize ?? 4);
-	const show = (lines: string[]) => clip(lines.map((l) => l.replace(/\t/g, tab)).join(LINE_JOIN), max, lines.length);
 	hunks.forEach((h, i) => {
 		const a = anchors[i];
 		if (!a) return;
@@ -92,24 +117,22 @@ export function planDecorations(
 		for (let k = 0; k < a.removed; k++) if (a.start + k <= last) removedLines.push(a.start + k);
 		const lensLine = a.removed > 0 ? start : Math.min(a.start, last);
 		plan.lenses.push({ line: lensLine, hunkId: h.id, state, conflict: !!a.conflict });
-		if (state === "accepted" || state === "rejected") {
-			const lines = removedLines.length ? removedLines : [insertionAnchor(a, last).line];
-			for (const line of lines) plan[state].push({ line, hunkId: h.id });
-			return;
-		}
-		for (const line of removedLines) plan.removed.push({ line, hunkId: h.id });
+		if (state === "rejected") return;
+		const accepted = state === "accepted";
+		for (const line of removedLines) (accepted ? plan.acceptedRemoved : plan.removed).push({ line, hunkId: h.id });
 		if (h.added.length === 0) return;
-		if (removedLines.length === 0) {
-			const at = insertionAnchor(a, last);
-			plan.ghosts.push({ line: at.line, before: at.before, text: at.before ? show(h.added) + LINE_JOIN : LINE_JOIN + show(h.added), hunkId: h.id });
+		if (isOneLine(h, removedLines.length, max)) {
+			const text = h.added[0].replace(/\t/g, tab);
+			if (removedLines.length === 1) {
+				plan.ghosts.push({ line: removedLines[0], before: false, text, hunkId: h.id, ...(accepted ? { accepted } : {}) });
+			} else {
+				const at = insertionAnchor(a, last);
+				plan.ghosts.push({ line: at.line, before: at.before, text: at.before ? text + LINE_JOIN : LINE_JOIN + text, hunkId: h.id, ...(accepted ? { accepted } : {}) });
+			}
 			return;
 		}
-		// Pair the proposed lines with the removed ones; the surplus goes on the last removed line.
-		const n = removedLines.length;
-		for (let k = 0; k < n && k < h.added.length; k++) {
-			const rest = k === n - 1 ? h.added.slice(k) : [h.added[k]];
-			plan.ghosts.push({ line: removedLines[k], before: false, text: show(rest), hunkId: h.id });
-		}
+		const afterLine = removedLines.length ? removedLines[removedLines.length - 1] : Math.max(0, Math.min(a.start - 1, last));
+		plan.blocks.push({ hunkId: h.id, afterLine, lines: h.added, state: accepted ? "accepted" : "pending" });
 	});
 	return plan;
 }
@@ -118,11 +141,6 @@ export function planDecorations(
 function insertionAnchor(a: HunkAnchor, last: number): { line: number; before: boolean } {
 	if (a.start <= 0) return { line: 0, before: true };
 	return { line: Math.min(a.start - 1, last), before: false };
-}
-
-function clip(s: string, max: number, lines: number): string {
-	if (s.length <= max) return s;
-	return s.slice(0, max) + `… (${lines} line${lines === 1 ? "" : "s"}: hover for all)`;
 }
 
 /**
@@ -136,6 +154,17 @@ export function decisionFor(hunkIds: string[], states: ReadonlyMap<string, HunkS
 	if (accepted.length === hunkIds.length) return { type: "accept" };
 	if (accepted.length > 0) return { type: "accept", hunks: accepted };
 	return reason ? { type: "reject", reason } : { type: "reject" };
+}
+
+/**
+ * "Reject with reason…" on a file: the hunks still pending are rejected, the ones already accepted
+ * stay accepted (a partial accept carries the reason); with none accepted it is a reject.
+ */
+export function rejectRestDecision(hunkIds: string[], states: ReadonlyMap<string, HunkState>, reason?: string): Decision {
+	const accepted = hunkIds.filter((id) => states.get(id) === "accepted");
+	const r = reason?.trim() ? { reason: reason.trim() } : {};
+	if (accepted.length > 0) return { type: "accept", hunks: accepted, ...r };
+	return { type: "reject", ...r };
 }
 
 /** A text change of the buffer, in the lines before the change (like vscode's contentChanges). */

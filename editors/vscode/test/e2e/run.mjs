@@ -274,6 +274,59 @@ scripts.grant = {
 	],
 };
 
+// A 13-line insertion and a one-line change in one file (issue 13).
+const FAREWELL = [
+	"",
+	"// Farewell says goodbye to a customer, politely, with the shop's name.",
+	"func Farewell(name string) string {",
+	"	if name == \"\" {",
+	"		name = \"customer\"",
+	"	}",
+	"	msg := \"Goodbye, \" + name",
+	"	msg += \", and thank you for shopping with us\"",
+	"	msg += \" at the corner shop\"",
+	"	msg += \"; come back soon\"",
+	"	// farewell-line-12",
+	"	return msg + \"!\"",
+	"}",
+];
+scripts.multiline = {
+	models,
+	turns: [
+		{ name: "read", when: { lastUserContains: "add a farewell" }, reply: { toolCalls: [{ name: "read", arguments: { path: "cart.go" } }] } },
+		{
+			name: "edit",
+			when: { lastRole: "tool", lastContains: "package shop" },
+			reply: {
+				toolCalls: [
+					{
+						name: "edit",
+						arguments: {
+							path: "cart.go",
+							edits: [
+								{ old_string: "\treturn clamp(total)\n}\n", new_string: "\treturn clamp(total)\n}\n" + FAREWELL.join("\n") + "\n" },
+								{ old_string: "\treturn len(c.Prices)\n", new_string: "\treturn len(c.Prices) // items, not quantities\n" },
+							],
+						},
+					},
+				],
+			},
+		},
+		{ name: "after", when: { lastRole: "tool" }, repeat: true, reply: { text: "Added Farewell." } },
+		{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
+	],
+};
+
+scripts.approvals = {
+	models,
+	turns: [
+		{ name: "first", when: { lastUserContains: "touch two files" }, reply: { toolCalls: [{ name: "bash", arguments: { command: "touch approval-one.txt" } }] } },
+		{ name: "second", when: { lastRole: "tool" }, reply: { toolCalls: [{ name: "bash", arguments: { command: "touch approval-two.txt" } }] } },
+		{ name: "after", when: { lastRole: "tool" }, repeat: true, reply: { text: "Touched both." } },
+		{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
+	],
+};
+
 function benchScript(tokens) {
 	const words = [];
 	for (let i = 0; i < tokens; i++) {
@@ -429,6 +482,56 @@ async function ghostTexts(page) {
 		}
 		return out;
 	});
+}
+
+/**
+ * Whether some rendered editor line containing `text` has the given style: `st` gets
+ * { line: text-decoration is line-through, opacity } of the line's text spans.
+ */
+async function lineStyle(page, text, pred) {
+	const styles = await page.evaluate((text) => {
+		const out = [];
+		for (const l of document.querySelectorAll(".view-lines .view-line")) {
+			if (!l.textContent.replace(/\u00a0/g, " ").includes(text)) continue;
+			for (const sp of l.querySelectorAll("span span")) {
+				const cs = getComputedStyle(sp);
+				out.push({ line: cs.textDecorationLine.includes("line-through"), opacity: Number(cs.opacity) });
+			}
+		}
+		return out;
+	}, text);
+	return styles.some(pred);
+}
+
+const THEMES = [
+	["Default Light Modern", "vs", "light"],
+	["Default High Contrast", "hc-black", "hc"],
+	["Default Dark Modern", "vs-dark", "dark"],
+];
+
+/**
+ * Screenshots in light, high-contrast and dark. The theme is previewed in the theme picker and the
+ * picker is closed again (Escape restores the theme): choosing a theme would rewrite the user
+ * settings, and code-server then drops the machine-scoped agentd.path the harness set.
+ */
+async function themedShots(page, name) {
+	for (const [theme, cls, short] of THEMES) {
+		await palette(page, "Preferences: Color Theme");
+		const input = page.locator(".quick-input-widget input");
+		await input.fill(theme);
+		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 15000 });
+		// The first row is "Browse Additional Color Themes…": move down to the theme (it previews).
+		let previewed = false;
+		for (let i = 0; i < 4 && !previewed; i++) {
+			await page.keyboard.press("ArrowDown");
+			previewed = await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 3000 }).then(() => true, () => false);
+		}
+		if (!previewed) throw new Error(`the theme picker did not preview ${theme}`);
+		await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
+		await page.keyboard.press("Escape");
+		await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 });
+		await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 });
+	}
 }
 
 /** A clickable CodeLens by its text. */
@@ -821,7 +924,9 @@ async function reviewScenario({ page, chat, fake }) {
 	await lens(page, "Accept hunk 1/2").click();
 	await lensRow(page, "Accepted — waiting for 1 more hunk").waitFor();
 	await page.screenshot({ path: path.join(OUT_DIR, "03-review-one-accepted.png") });
-	await page.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject\s*$/ }).first().click();
+	// The accepted deletion is shown truthfully: the line is struck through and faded (it goes away).
+	await waitFor("the accepted deletion struck through and faded", () => lineStyle(page, "total -= c.Discount", (st) => st.line && st.opacity < 1));
+	await page.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject Ctrl\+Alt\+N\s*$/ }).first().click();
 	await waitFor("cart.go on disk with exactly the accepted hunk", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART_ACCEPTED, 20000);
 	// The decorations are gone, and the model was told which hunk was applied and which not.
 	await waitFor("review lenses cleared", async () => (await lens(page, "Accept").count()) === 0);
@@ -843,6 +948,130 @@ async function reviewScenario({ page, chat, fake }) {
 	await waitFor("cart.go restored by revert", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART, 20000);
 	await chat.locator(".item.notice", { hasText: "restored cart.go" }).waitFor();
 	await page.screenshot({ path: path.join(OUT_DIR, "05-reverted.png") });
+}
+
+/** A thread (comment widget) of the review, by a text it contains. */
+function thread(page, text) {
+	return page.locator(".review-widget", { hasText: text });
+}
+
+async function multilineScenario({ page, chat, fake, data }) {
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	await palette(page, "View: Close All Editors");
+	await fakeReset(fake, scripts.multiline);
+	await newSession(chat);
+	await send(chat, "Please add a farewell function");
+	await editorTab(page, "cart.go");
+	// The 13-line proposal is real lines below its hunk, readable without hovering, highlighted.
+	const block = thread(page, "Farewell says goodbye");
+	await block.waitFor({ timeout: 30000 });
+	const text = await block.innerText();
+	for (const l of FAREWELL.filter(Boolean)) if (!text.includes(l.trim())) throw new Error(`the proposal's line is not shown: ${l}\n${text}`);
+	const focusInChat = await chat.locator("#input").evaluate((el) => document.activeElement === el);
+	if (!focusInChat) throw new Error("the multi-line review stole the focus from the chat input");
+	const colors = await block.locator(".comment-body span").evaluateAll((els) => new Set(els.map((e) => getComputedStyle(e).color)).size);
+	if (colors < 2) throw new Error(`the proposed lines are not syntax-highlighted (${colors} color)`);
+	// Nothing joined with ⏎ or glued to a line's end; the one-line change (at the end of the
+	// file) stays ghost text.
+	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.keyboard.press("Control+End");
+	const ghosts = await waitFor("the one-line proposal as ghost text", async () => {
+		const g = await ghostTexts(page);
+		return g.some((c) => c.includes("items, not quantities")) ? g : undefined;
+	});
+	if (ghosts.some((g) => g.includes("⏎") || g.includes("Farewell"))) throw new Error(`a multi-line proposal leaked into ghost text: ${JSON.stringify(ghosts)}`);
+	await page.locator(".statusbar-item", { hasText: "2 hunks to review" }).waitFor();
+	await page.keyboard.press("Control+Home");
+	await themedShots(page, "19-review-multiline");
+
+	// Accept the block from its thread; it stays shown, marked accepted, with Undo.
+	await block.locator(".comment-body a", { hasText: "Accept" }).first().click();
+	await thread(page, "Farewell says goodbye").locator(".comment-body", { hasText: "Accepted" }).waitFor({ timeout: 10000 });
+	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
+	await themedShots(page, "20-review-one-accepted");
+	// Undo with the key, in the editor.
+	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.keyboard.press("Control+Alt+u");
+	await page.locator(".statusbar-item", { hasText: "2 hunks to review" }).waitFor({ timeout: 10000 });
+	await thread(page, "Farewell says goodbye").locator(".comment-body a", { hasText: "Accept" }).first().click();
+	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
+	// Reject the rest with a reason: the accepted hunk is applied, the other is not, the model reads why.
+	const REASON = "no comments on Count please";
+	// The file's lens (at the top) now offers to reject the rest.
+	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.keyboard.press("Control+Home");
+	await lens(page, "Reject the rest with reason…").click();
+	const input = page.locator(".quick-input-widget input");
+	await input.waitFor({ state: "visible" });
+	await input.fill(REASON);
+	await input.press("Enter");
+	await waitFor("cart.go on disk with the farewell and without the comment", () => {
+		const t = fs.readFileSync(path.join(WS, "cart.go"), "utf8");
+		return t.includes("// farewell-line-12") && !t.includes("items, not quantities");
+	}, 20000);
+	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 });
+	const tools = toolMessages(await fakeRequests(fake));
+	const result = tools.find((m) => /hunk/i.test(m)) ?? "";
+	if (!result.includes(REASON) || !/1 of 2/.test(result)) throw new Error(`the model was not told that 1 of 2 hunks was applied, and why not the other: ${JSON.stringify(tools)}`);
+	await waitFor("the review's thread gone", async () => (await thread(page, "Farewell says goodbye").count()) === 0);
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+}
+
+async function approvalsScenario({ page, chat, fake, data }) {
+	await fakeReset(fake, scripts.approvals);
+	await newSession(chat);
+	await send(chat, "Please touch two files");
+	const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "touch approval-one.txt" });
+	await toast.waitFor({ timeout: 30000 });
+	// While the approval waits, the turn says so (status bar and chat), not "Thinking…".
+	await page.locator(".statusbar-item", { hasText: "waiting for your review" }).first().waitFor({ timeout: 10000 });
+	await chat.locator("#activity", { hasText: "waiting for your review" }).waitFor({ timeout: 10000 });
+	await themedShots(page, "21-command-waiting");
+	// Approved in the chat card: the notification closes (no stale buttons).
+	await chat.locator(".item.tool .actions button", { hasText: "Run" }).first().click();
+	await toast.waitFor({ state: "detached", timeout: 20000 });
+	await waitFor("approval-one.txt created", () => fs.existsSync(path.join(WS, "approval-one.txt")), 20000);
+	// The second one is approved with the key (the workbench has the focus, not the chat input).
+	const toast2 = page.locator(".notifications-toasts .notification-list-item", { hasText: "touch approval-two.txt" });
+	await toast2.waitFor({ timeout: 30000 });
+	if (!(await toast2.innerText()).includes("Ctrl+Alt+Enter")) throw new Error("the notification does not show the approval key");
+	await openFile(page, "notes.md");
+	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.keyboard.press("Control+Alt+Enter");
+	await toast2.waitFor({ state: "detached", timeout: 20000 });
+	await waitFor("approval-two.txt created", () => fs.existsSync(path.join(WS, "approval-two.txt")), 20000);
+	await chat.locator(".item.assistant", { hasText: "Touched both" }).waitFor({ timeout: 20000 });
+	await waitFor("no agentd notification left", async () => (await page.locator(".notifications-toasts .notification-list-item", { hasText: "agentd wants" }).count()) === 0);
+	for (const f of ["approval-one.txt", "approval-two.txt"]) fs.rmSync(path.join(WS, f), { force: true });
+}
+
+async function keyboardScenario({ page, chat, fake }) {
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
+	await palette(page, "View: Close All Editors");
+	await fakeReset(fake, scripts.queue);
+	await newSession(chat);
+	await send(chat, "Please touch both files");
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	const first = await waitFor("the first review in the stats", () => readStats()?.pending?.find((p) => p.path), 10000);
+	const other = first.path === "cart.go" ? "greet.go" : "cart.go";
+	const changed = { "cart.go": "// Cart keeps", "greet.go": "// Greet warmly" };
+	// Decide the first file with the keyboard in its editor.
+	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.keyboard.press("Control+Alt+y");
+	await waitFor(`${first.path} on disk with the accepted change`, () => fs.readFileSync(path.join(WS, first.path), "utf8").includes(changed[first.path]), 20000);
+	// The next file's review opens with the focus in its editor: the key works at once.
+	await page.locator(".tabs-container .tab.active", { hasText: other }).waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await lens(page, "Accept all").first().waitFor({ timeout: 20000 });
+	await page.keyboard.press("Control+Alt+y");
+	await waitFor(`${other} on disk with the accepted change`, () => fs.readFileSync(path.join(WS, other), "utf8").includes(changed[other]), 20000);
+	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 });
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
 }
 
 async function rejectReasonScenario({ page, chat, fake }) {
@@ -876,7 +1105,8 @@ async function commandScenario({ page, chat, fake }) {
 	// The chat's tool card shows the same approval.
 	await chat.locator(".item.tool .actions button", { hasText: "Run" }).first().waitFor();
 	await page.screenshot({ path: path.join(OUT_DIR, "07-command-approval.png") });
-	await toast.locator(".monaco-button", { hasText: "Run once" }).click();
+	await toast.locator("a", { hasText: "Run once" }).click();
+	await toast.waitFor({ state: "detached", timeout: 20000 });
 	const card = chat.locator(".item.tool", { hasText: "agentd-e2e-marker" }).last();
 	await card.locator("pre", { hasText: "agentd-e2e-marker-42" }).first().waitFor({ timeout: 30000 });
 	await chat.locator(".item.assistant", { hasText: "printed the marker" }).waitFor({ timeout: 20000 });
@@ -1021,6 +1251,8 @@ async function resumeScenario({ page, chat }) {
 	// to it and shows its history (session/attach).
 	await newSession(chat);
 	await chat.locator("#session").click();
+	// The list is virtualized and other scenarios' sessions come first: filter it.
+	await page.locator(".quick-input-widget input").fill("explain the cart");
 	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "Please explain the cart" }).first();
 	await row.waitFor({ timeout: 15000 });
 	await page.screenshot({ path: path.join(OUT_DIR, "16-session-picker.png") });
@@ -1339,6 +1571,9 @@ async function main() {
 			["stop", stopScenario],
 			["context", contextScenario],
 			["queue", queueScenario],
+			["multiline", multilineScenario],
+			["approvals", approvalsScenario],
+			["keyboard", keyboardScenario],
 			["resume", resumeScenario],
 			// The turn fails on purpose: its error notification is expected.
 			["failure", failureScenario, { expect: [/model '[^']+' not found/] }],
