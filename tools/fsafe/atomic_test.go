@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,6 +55,16 @@ func atomicWriterChild(dir string) {
 		os.Exit(2)
 	}
 	a, b := bigContents()
+	if n, _ := strconv.Atoi(os.Getenv(blockEnv)); n > 0 {
+		// Stop before rename number n, with that temp file written whole: the parent kills here.
+		renames := 0
+		testHookBeforeRename = func(string) {
+			if renames++; renames == n {
+				fmt.Println("renaming")
+				select {}
+			}
+		}
+	}
 	fmt.Println("ready")
 	for i := 0; ; i++ {
 		data := b
@@ -64,8 +75,12 @@ func atomicWriterChild(dir string) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
+		fmt.Println("wrote")
 	}
 }
+
+// blockEnv makes the atomic writer child stop right before its n-th rename.
+const blockEnv = "AGENTD_FSAFE_TEST_BLOCK_BEFORE_RENAME"
 
 func TestKillMidWriteNeverTearsTheFile(t *testing.T) {
 	if testing.Short() {
@@ -77,10 +92,22 @@ func TestKillMidWriteNeverTearsTheFile(t *testing.T) {
 	if err := os.WriteFile(target, a, 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// Three kinds of kill, in turn: at a random moment (anywhere in a write, or between writes);
+	// after the child's first write completed and with its second stopped before the rename (the
+	// new content must be there whole, and a temp left); and with the child stopped before its
+	// first rename (the old content, and a temp left). The last two synchronise on the child's
+	// own report, so they land where they should whatever the machine's load.
 	midWrite, sawB := 0, false
-	for i := 0; i < 60 && (midWrite < 3 || i < 10); i++ {
+	for i := 0; i < 12; i++ {
+		kind := i % 3
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=atomic-writer", dirEnv+"="+dir)
+		switch kind {
+		case 1:
+			cmd.Env = append(cmd.Env, blockEnv+"=2") // after the first write (b), before the second's rename
+		case 2:
+			cmd.Env = append(cmd.Env, blockEnv+"=1")
+		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -90,12 +117,29 @@ func TestKillMidWriteNeverTearsTheFile(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		lines := bufio.NewReader(out)
+		if line, _ := lines.ReadString('\n'); line != "ready\n" {
 			cmd.Process.Kill()
 			cmd.Wait()
 			t.Fatalf("child did not start: %q %s", line, stderr.String())
 		}
-		time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond)
+		switch kind {
+		case 0:
+			time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond) // a random moment, not a sync
+		case 1:
+			if line, _ := lines.ReadString('\n'); line != "wrote\n" {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("kill %d: waiting for the child's first complete write, got %q %s", i, line, stderr.String())
+			}
+			fallthrough
+		case 2:
+			if line, _ := lines.ReadString('\n'); line != "renaming\n" {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("kill %d: waiting for the child to stop before its rename, got %q %s", i, line, stderr.String())
+			}
+		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -118,8 +162,14 @@ func TestKillMidWriteNeverTearsTheFile(t *testing.T) {
 		if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o640 {
 			t.Fatalf("mode after kill %d: %v %v", i, fi.Mode(), err)
 		}
-		if temps(t, dir) > 0 {
+		switch n := temps(t, dir); {
+		case n > 0:
 			midWrite++
+		case kind == 2:
+			t.Fatalf("kill %d: the child was stopped before its rename, but no temp file is left", i)
+		}
+		if kind == 1 && !bytes.Equal(got, b) {
+			t.Fatalf("kill %d: the child's first write completed, but the file does not hold its content", i)
 		}
 	}
 	t.Logf("%d kills left a temp file behind (killed mid-write); new content seen: %v", midWrite, sawB)
