@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentd/agentd/harness"
 	"io"
 	"log/slog"
 	"net"
@@ -36,7 +37,7 @@ func newEnv(t *testing.T, files map[string]string) *testEnv {
 	return newEnvWith(t, files, nil)
 }
 
-func newEnvWith(t *testing.T, files map[string]string, mutate func(*Options)) *testEnv {
+func newEnvWith(t *testing.T, files map[string]string, mutate func(*harness.Options)) *testEnv {
 	t.Helper()
 	ws := t.TempDir()
 	for name, content := range files {
@@ -52,7 +53,7 @@ func newEnvWith(t *testing.T, files map[string]string, mutate func(*Options)) *t
 	}})
 	t.Cleanup(fake.Close)
 	home := t.TempDir()
-	opts := Options{
+	opts := harness.Options{
 		Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b", ApprovalMode: "ask",
 		StateDir:   filepath.Join(home, "state"),
 		BuildCache: filepath.Join(home, "cache"),
@@ -61,7 +62,7 @@ func newEnvWith(t *testing.T, files map[string]string, mutate func(*Options)) *t
 	if mutate != nil {
 		mutate(&opts)
 	}
-	rt, err := NewRuntime(opts)
+	rt, err := harness.NewRuntime(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +623,7 @@ func TestBadRequests(t *testing.T) {
 	ed.conn.Notify(context.Background(), "textDocument/didOpen", map[string]any{
 		"textDocument": map[string]any{"uri": "untitled:Untitled-1", "languageId": "x", "version": 1, "text": "x"}})
 	ed.mustCall(rpc.MethodSessionList, map[string]any{}, nil) // a round trip: the notifications were handled
-	if open := env.srv.rt.overlay.Open(); len(open) != 0 {
+	if open := env.srv.overlay.Open(); len(open) != 0 {
 		t.Errorf("overlay holds %v", open)
 	}
 }
@@ -645,7 +646,7 @@ func TestTurnFailureShowsTheFix(t *testing.T) {
 
 func TestReviewTimeoutRejects(t *testing.T) {
 	env := newEnv(t, map[string]string{"cart.go": cartGo})
-	env.srv.rt.opts.ReviewTimeout = 200 * time.Millisecond
+	env.srv.reviewTimeout = 200 * time.Millisecond
 	env.editTwoHunks()
 	ed := env.editor(true)
 	s := ed.newSession()
@@ -684,7 +685,7 @@ func TestWarningsReachTheEditorsLog(t *testing.T) {
 }
 
 func TestWithoutASandboxEveryCommandAsksEvenInYolo(t *testing.T) {
-	env := newEnvWith(t, nil, func(o *Options) {
+	env := newEnvWith(t, nil, func(o *harness.Options) {
 		o.SandboxFeatures = &sandbox.Features{Arch: "x86_64"} // nothing works
 		o.ApprovalMode = "yolo"
 	})

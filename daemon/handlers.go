@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentd/agentd/harness"
 	"sort"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func (c *client) sessionNew(ctx context.Context, params []byte) (any, error) {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%v", err)
 		}
 	}
-	h, err := c.srv.rt.Open(SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Writer: editorWriter{c.srv},
+	h, err := c.srv.rt.Open(harness.SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Overlay: c.srv.overlay, Writer: editorWriter{c.srv},
 		OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
 	if err != nil {
 		return nil, fmt.Errorf("creating the session: %w", err)
@@ -88,7 +89,7 @@ func (c *client) sessionList(params []byte) (any, error) {
 		}
 		filter = canonical(dir)
 	}
-	stored, err := c.srv.rt.store.List()
+	stored, err := c.srv.rt.Store().List()
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +294,7 @@ func (c *client) sessionSetMode(params []byte) (any, error) {
 	if err := ls.h.SetMode(p.ApprovalMode); err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "%v", err)
 	}
-	return rpc.SessionSetModeResult{ApprovalMode: ls.h.Settings.ApprovalMode}, nil
+	return rpc.SessionSetModeResult{ApprovalMode: ls.h.Settings().ApprovalMode}, nil
 }
 
 func (c *client) modelList(ctx context.Context) (any, error) {
@@ -301,12 +302,12 @@ func (c *client) modelList(ctx context.Context) (any, error) {
 	model, host := c.init.Model, c.init.OllamaHost
 	c.mu.Unlock()
 	if model == "" {
-		model = c.srv.rt.opts.Model
+		model = c.srv.rt.Options().Model
 	}
 	if host == "" {
-		host = c.srv.rt.opts.OllamaHost
+		host = c.srv.rt.Options().OllamaHost
 	}
-	mc, err := c.srv.rt.opts.Models(host, model)
+	mc, err := c.srv.rt.Options().Models(host, model)
 	if err != nil {
 		return nil, err
 	}
@@ -356,9 +357,9 @@ func (c *client) daemonStatus(ctx context.Context) (any, error) {
 	host := c.init.OllamaHost
 	c.mu.Unlock()
 	if host == "" {
-		host = rt.opts.OllamaHost
+		host = rt.Options().OllamaHost
 	}
-	mc, err := rt.opts.Models(host, rt.opts.Model)
+	mc, err := rt.Options().Models(host, rt.Options().Model)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		_, err = mc.Version(ctx)
@@ -367,7 +368,7 @@ func (c *client) daemonStatus(ctx context.Context) (any, error) {
 	if err != nil {
 		status = modelFailure(err).Error()
 	}
-	return rpc.DaemonStatusResult{Version: rt.opts.Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: status}, nil
+	return rpc.DaemonStatusResult{Version: rt.Options().Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: status}, nil
 }
 
 // requestHandler serves a client→server request of rpc.Methods.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/agentd/agentd/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func TestProjectInstructions(t *testing.T) {
 				files["AGENTS.md"] = tc.content
 			}
 			state := t.TempDir()
-			env := newEnvWith(t, files, func(o *Options) { o.Policy.StateDir = state })
+			env := newEnvWith(t, files, func(o *harness.Options) { o.Policy.StateDir = state })
 			if tc.content == "" {
 				if err := os.Symlink(outside, filepath.Join(env.ws, "AGENTS.md")); err != nil {
 					t.Fatal(err)
@@ -109,24 +110,6 @@ func TestProjectInstructions(t *testing.T) {
 	for _, s := range systems[1:] {
 		if s != systems[0] {
 			t.Errorf("the system prompt differs between workspaces:\n%s\n---\n%s", systems[0], s)
-		}
-	}
-}
-
-func TestInstructionsNote(t *testing.T) {
-	for _, tc := range []struct {
-		in        *agent.Instructions
-		untrusted bool
-		want      string
-	}{
-		{&agent.Instructions{Path: "AGENTS.md", Bytes: 1229, Text: "x"}, false, "using AGENTS.md (1.2 KB)"},
-		{&agent.Instructions{Path: "AGENTS.md", Bytes: 300, Text: "x"}, false, "using AGENTS.md (300 B)"},
-		{&agent.Instructions{Path: "AGENTS.md", Bytes: 20480, Text: strings.Repeat("x", 8000), Truncated: true}, false, "using AGENTS.md (20.0 KB, truncated to 7.8 KB)"},
-		{nil, true, "AGENTS.md not used: the workspace is not trusted"},
-		{nil, false, ""},
-	} {
-		if got := InstructionsNote(tc.in, tc.untrusted); got != tc.want {
-			t.Errorf("InstructionsNote(%+v, %v) = %q, want %q", tc.in, tc.untrusted, got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentd/agentd/harness"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // attached to it, and its pending reviews.
 type liveSession struct {
 	srv *Server
-	h   *Harness
+	h   *harness.Harness
 
 	mu      sync.Mutex
 	agent   *agent.Session
@@ -34,7 +35,7 @@ type liveSession struct {
 	prog progressQueue
 }
 
-func (s *Server) newLive(h *Harness) *liveSession {
+func (s *Server) newLive(h *harness.Harness) *liveSession {
 	ls := &liveSession{srv: s, h: h, clients: map[*client]bool{}, pending: map[string]*review{},
 		calls: map[string]*rpc.ToolCallInfo{}, updated: time.Now()}
 	s.mu.Lock()
@@ -57,7 +58,7 @@ func (s *Server) session(id string, c *client) (*liveSession, error) {
 	c.mu.Lock()
 	init := c.init
 	c.mu.Unlock()
-	h, err := s.rt.Open(SessionSpec{ID: id, Writer: editorWriter{s}, OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
+	h, err := s.rt.Open(harness.SessionSpec{ID: id, Overlay: s.overlay, Writer: editorWriter{s}, OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeUnknownSession, "session %s: %v", id, err)
 	}
@@ -100,7 +101,7 @@ func (ls *liveSession) detach(c *client) {
 	}
 	ls.mu.Unlock()
 	for _, r := range orphaned {
-		r.settle(Answer{Decision: AnswerUnavailable, By: "disconnect",
+		r.settle(harness.Answer{Decision: harness.AnswerUnavailable, By: "disconnect",
 			Reason: "the editor that was reviewing it disconnected before the user decided"}, "rejected", "disconnect")
 	}
 }
@@ -180,10 +181,11 @@ func (ls *liveSession) info() rpc.SessionInfo {
 		turns = ls.turnCount()
 	}
 	ls.mu.Unlock()
+	st := h.Settings() // SetMode and Start change them meanwhile
 	return rpc.SessionInfo{
-		SessionID: h.ID(), Title: h.Title, WorkspaceFolder: fileURI(h.Workspace()), Model: h.Settings.Model,
-		ApprovalMode: h.Settings.ApprovalMode, ContextLength: h.Settings.NumCtx,
-		CreatedAt: h.Settings.Created.UTC().Format(time.RFC3339), UpdatedAt: updated.UTC().Format(time.RFC3339),
+		SessionID: h.ID(), Title: h.Title, WorkspaceFolder: fileURI(h.Workspace()), Model: st.Model,
+		ApprovalMode: st.ApprovalMode, ContextLength: st.NumCtx,
+		CreatedAt: st.Created.UTC().Format(time.RFC3339), UpdatedAt: updated.UTC().Format(time.RFC3339),
 		Turns: turns, Running: ls.running() != "", Attached: ls.attachedCount(),
 		Instructions: instructionsInfo(h),
 	}
@@ -286,15 +288,15 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 			return nil
 		}
 		u := e.Usage
-		pct := 0
-		if ls.h.Settings.NumCtx > 0 {
-			pct = (u.PromptTokens + u.OutputTokens) * 100 / ls.h.Settings.NumCtx
+		pct, numCtx := 0, ls.h.Settings().NumCtx
+		if numCtx > 0 {
+			pct = (u.PromptTokens + u.OutputTokens) * 100 / numCtx
 		}
 		return []rpc.SessionUpdateParams{
 			up(e.TurnID, rpc.Update{Type: rpc.UpdateMessageCompleted, Text: e.Message.Content, Thinking: e.Message.Thinking}),
 			up(e.TurnID, rpc.Update{Type: rpc.UpdateUsage, Usage: &rpc.UsageInfo{PromptTokens: u.PromptTokens, OutputTokens: u.OutputTokens,
 				PromptMs: u.PromptDuration.Milliseconds(), OutputMs: u.OutputDuration.Milliseconds(), LoadMs: u.LoadDuration.Milliseconds(),
-				ContextLength: ls.h.Settings.NumCtx, ContextPercent: pct}}),
+				ContextLength: numCtx, ContextPercent: pct}}),
 		}
 	case agent.ToolStart:
 		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: rpc.StatusPending, Arguments: validJSON(e.Args)}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"github.com/agentd/agentd/harness"
 	"net"
 	"os"
 	"os/exec"
@@ -107,7 +108,7 @@ func TestOptInsReachTheSandbox(t *testing.T) {
 		t.Skip("nc NOT INSTALLED (apt-get install netcat-openbsd): not tested")
 	}
 	sock, accepted := greeter(t)
-	env := newEnvWith(t, map[string]string{".env": "API_TOKEN=s3cret-env\n"}, func(o *Options) {
+	env := newEnvWith(t, map[string]string{".env": "API_TOKEN=s3cret-env\n"}, func(o *harness.Options) {
 		cfg := "allow nc -U\n    example nc -U /x.sock\n    socket " + sock + "\n" +
 			"ask nc -N -U\n    example nc -N -U /x.sock\n    socket " + sock + "\n"
 		if err := os.MkdirAll(o.Policy.ConfigDir, 0o700); err != nil {
@@ -117,12 +118,11 @@ func TestOptInsReachTheSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	env.srv.rt.probe()
-	if sb := env.srv.rt.sandbox; sb == nil || sb.Mode() != sandbox.ModeBwrap {
+	if sb, sbErr := env.srv.rt.Sandbox(); sb == nil || sb.Mode() != sandbox.ModeBwrap {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("no bubblewrap sandbox in CI: %v", env.srv.rt.sandboxErr)
+			t.Fatalf("no bubblewrap sandbox in CI: %v", sbErr)
 		}
-		t.Skipf("BUBBLEWRAP UNAVAILABLE (only it masks single files), not tested: %v", env.srv.rt.sandboxErr)
+		t.Skipf("BUBBLEWRAP UNAVAILABLE (only it masks single files), not tested: %v", sbErr)
 	}
 	env.ollama.Enqueue(
 		bashCall("nc -U -w 5 "+sock),            // allowed by its rule: no review

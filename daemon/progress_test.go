@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentd/agentd/harness"
 	"net"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func (e *slowProgressEditor) waitNote(t *testing.T, what string, from int, match
 // the reports, then end — even when it answers window/workDoneProgress/create late.
 func TestProgressArrivesInOrderOverManyTurns(t *testing.T) {
 	const turns = 15
-	env := newEnvWith(t, nil, func(o *Options) {
+	env := newEnvWith(t, nil, func(o *harness.Options) {
 		// Without a sandbox every command asks, even in yolo: the test approves each one, and
 		// the approved command runs, which reports its activity as progress.
 		o.SandboxFeatures = &sandbox.Features{Arch: "x86_64"}

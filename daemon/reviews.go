@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/agentd/agentd/harness"
 	"slices"
 	"strings"
 	"sync"
@@ -20,15 +21,15 @@ type review struct {
 	ls     *liveSession
 	params rpc.ReviewRequestedParams
 	preq   policy.Request
-	grants []policy.Grant // the session scopes offered, aligned with params.Scopes
-	answer chan Answer    // receives exactly one answer
+	grants []policy.Grant      // the session scopes offered, aligned with params.Scopes
+	answer chan harness.Answer // receives exactly one answer
 
 	mu       sync.Mutex
 	resolved bool
 }
 
 // settle resolves the review once: the first answer wins. It tells every attached editor.
-func (r *review) settle(a Answer, outcome, by string) bool {
+func (r *review) settle(a harness.Answer, outcome, by string) bool {
 	r.mu.Lock()
 	if r.resolved {
 		r.mu.Unlock()
@@ -42,7 +43,7 @@ func (r *review) settle(a Answer, outcome, by string) bool {
 	delete(ls.pending, r.params.ReviewID)
 	ls.mu.Unlock()
 	note := rpc.ReviewResolvedParams{ReviewID: r.params.ReviewID, SessionID: ls.h.ID(), Outcome: outcome, By: by}
-	if a.Decision == AnswerAccept {
+	if a.Decision == harness.AnswerAccept {
 		note.Hunks = a.Hunks
 		if note.Hunks == nil && r.params.File != nil {
 			for _, h := range r.params.File.Hunks {
@@ -67,12 +68,12 @@ type editorAsker struct {
 	ls *liveSession
 }
 
-func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
+func (e *editorAsker) Ask(ctx context.Context, q harness.Question) (harness.Answer, error) {
 	ls := e.ls
 	srv := ls.srv
 	r, err := ls.newReview(q)
 	if err != nil {
-		return Answer{}, err
+		return harness.Answer{}, err
 	}
 	var reviewers []*client
 	for _, c := range ls.clientsSnapshot() {
@@ -82,9 +83,9 @@ func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	}
 	if len(reviewers) == 0 {
 		// Fail closed: nobody can see the change.
-		r.settle(Answer{}, "rejected", "disconnect")
+		r.settle(harness.Answer{}, "rejected", "disconnect")
 		<-r.answer
-		return Answer{Decision: AnswerUnavailable, By: "no editor",
+		return harness.Answer{Decision: harness.AnswerUnavailable, By: "no editor",
 			Reason: "no one was asked: no editor that can review changes is attached"}, nil
 	}
 	ls.setStatus(q.Call.Call.ID, "awaitingApproval")
@@ -92,7 +93,7 @@ func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 		c.out.pushRaw(rpc.MethodReviewRequested, r.params)
 	}
 	var timeout <-chan time.Time
-	if d := srv.rt.opts.ReviewTimeout; d > 0 {
+	if d := srv.reviewTimeout; d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		timeout = t.C
@@ -101,22 +102,22 @@ func (e *editorAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	case a := <-r.answer:
 		return a, nil
 	case <-timeout:
-		if r.settle(Answer{}, "rejected", "timeout") {
+		if r.settle(harness.Answer{}, "rejected", "timeout") {
 			<-r.answer
-			return Answer{Decision: AnswerUnavailable, By: "timeout",
-				Reason: fmt.Sprintf("the user was asked but made no decision within %s (the review timeout)", srv.rt.opts.ReviewTimeout)}, nil
+			return harness.Answer{Decision: harness.AnswerUnavailable, By: "timeout",
+				Reason: fmt.Sprintf("the user was asked but made no decision within %s (the review timeout)", srv.reviewTimeout)}, nil
 		}
 		return <-r.answer, nil
 	case <-ctx.Done():
-		if r.settle(Answer{}, "cancelled", "turnEnded") {
+		if r.settle(harness.Answer{}, "cancelled", "turnEnded") {
 			<-r.answer
 		}
-		return Answer{}, ctx.Err()
+		return harness.Answer{}, ctx.Err()
 	}
 }
 
 // newReview builds and registers a review for a question.
-func (ls *liveSession) newReview(q Question) (*review, error) {
+func (ls *liveSession) newReview(q harness.Question) (*review, error) {
 	srv := ls.srv
 	srv.mu.Lock()
 	srv.nextID++
@@ -127,7 +128,7 @@ func (ls *liveSession) newReview(q Question) (*review, error) {
 		ReviewID: id, SessionID: ls.h.ID(), TurnID: ls.currentTurn(), CallID: call.ID, Tool: call.Name,
 		Label: q.Call.Label, Kind: q.Kind, Why: q.Verdict.Reason, Scopes: []rpc.GrantScope{},
 	}
-	if d := srv.rt.opts.ReviewTimeout; d > 0 {
+	if d := srv.reviewTimeout; d > 0 {
 		p.TimeoutMs = d.Milliseconds()
 	}
 	if pv := q.Call.Preview; pv != nil {
@@ -141,7 +142,7 @@ func (ls *liveSession) newReview(q Question) (*review, error) {
 	for _, g := range q.Grants {
 		p.Scopes = append(p.Scopes, ls.scopeOf(g))
 	}
-	r := &review{ls: ls, params: p, preq: q.Request, grants: q.Grants, answer: make(chan Answer, 1)}
+	r := &review{ls: ls, params: p, preq: q.Request, grants: q.Grants, answer: make(chan harness.Answer, 1)}
 	srv.mu.Lock()
 	srv.reviews[id] = r
 	srv.mu.Unlock()
@@ -163,7 +164,7 @@ func (ls *liveSession) fileReview(d *preview.Diff) *rpc.FileReview {
 	abs := ls.h.Workspace() + "/" + d.Path
 	f := &rpc.FileReview{URI: fileURI(abs), Path: d.Path, Created: d.Created, Deleted: d.Deleted,
 		UnifiedDiff: d.Unified(3), Hunks: []rpc.Hunk{}, Edit: rpc.FileEdit{Edits: []protocol.TextEdit{}}}
-	if doc, ok := ls.srv.rt.overlay.get(tools.Canonical(abs)); ok {
+	if doc, ok := ls.srv.overlay.get(tools.Canonical(abs)); ok {
 		f.URI, f.Version = doc.uri, doc.version
 	}
 	for _, h := range d.Hunks {
@@ -239,7 +240,7 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 		return nil, rpc.Errorf(rpc.CodeReviewResolved, "review %s is already resolved", p.ReviewID)
 	}
 	d := p.Decision
-	var a Answer
+	var a harness.Answer
 	outcome := "accepted"
 	switch d.Type {
 	case rpc.DecisionAccept:
@@ -253,7 +254,7 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 				}
 			}
 		}
-		a = Answer{Decision: AnswerAccept, Hunks: d.Hunks, Reason: d.Reason}
+		a = harness.Answer{Decision: harness.AnswerAccept, Hunks: d.Hunks, Reason: d.Reason}
 	case rpc.DecisionAcceptForSession:
 		i := slices.IndexFunc(r.params.Scopes, func(s rpc.GrantScope) bool { return sameScope(s, *d.Scope) })
 		if i < 0 {
@@ -263,11 +264,11 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 		if _, err := r.ls.h.Policy.Grants().Add(r.grants[i]); err != nil {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "grant refused: %v", err)
 		}
-		a = Answer{Decision: AnswerAcceptForSession}
+		a = harness.Answer{Decision: harness.AnswerAcceptForSession}
 	case rpc.DecisionReject:
-		a, outcome = Answer{Decision: AnswerReject, Reason: d.Reason}, "rejected"
+		a, outcome = harness.Answer{Decision: harness.AnswerReject, Reason: d.Reason}, "rejected"
 	case rpc.DecisionCancelTurn:
-		a, outcome = Answer{Decision: AnswerCancelTurn}, "cancelled"
+		a, outcome = harness.Answer{Decision: harness.AnswerCancelTurn}, "cancelled"
 	}
 	if !r.settle(a, outcome, "editor") {
 		return nil, rpc.Errorf(rpc.CodeReviewResolved, "review %s is already resolved", p.ReviewID)
@@ -293,7 +294,7 @@ func (ls *liveSession) settleCovered() []string {
 	}
 	var out []string
 	for _, i := range ls.h.Policy.Settles(reqs) {
-		if pending[i].settle(Answer{Decision: AnswerAccept, By: "grant"}, "accepted", "grant") {
+		if pending[i].settle(harness.Answer{Decision: harness.AnswerAccept, By: "grant"}, "accepted", "grant") {
 			out = append(out, pending[i].params.ReviewID)
 		}
 	}

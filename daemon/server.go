@@ -10,11 +10,13 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentd/agentd/harness"
 	"io"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools"
@@ -24,7 +26,11 @@ import (
 // Server serves editor connections. Sessions live in the server, not in a connection: several
 // editors may attach to one session, and a session outlives the editor that created it.
 type Server struct {
-	rt *Runtime
+	rt *harness.Runtime
+	// overlay is the documents the editors have open; the sessions' tools read them.
+	overlay *Overlay
+	// reviewTimeout rejects a review nobody answered (rt's Options.ReviewTimeout; tests lower it).
+	reviewTimeout time.Duration
 
 	mu       sync.Mutex
 	clients  map[*client]bool
@@ -35,12 +41,12 @@ type Server struct {
 }
 
 // NewServer makes a server over a runtime.
-func NewServer(rt *Runtime) *Server {
-	return &Server{rt: rt, clients: map[*client]bool{}, sessions: map[string]*liveSession{}, reviews: map[string]*review{}}
+func NewServer(rt *harness.Runtime) *Server {
+	return &Server{rt: rt, overlay: newOverlay(), reviewTimeout: rt.Options().ReviewTimeout, clients: map[*client]bool{}, sessions: map[string]*liveSession{}, reviews: map[string]*review{}}
 }
 
 // Runtime returns the server's runtime.
-func (s *Server) Runtime() *Runtime { return s.rt }
+func (s *Server) Runtime() *harness.Runtime { return s.rt }
 
 // ServeConn serves one editor connection until it ends: the peer goes away, or it sends the
 // exit notification. The daemon survives a client that vanishes mid-request.
@@ -135,7 +141,7 @@ func (c *client) gone() {
 	for _, ls := range attached {
 		ls.detach(c)
 	}
-	c.srv.rt.overlay.dropClient(c)
+	c.srv.overlay.dropClient(c)
 	c.srv.mu.Lock()
 	delete(c.srv.clients, c)
 	c.srv.mu.Unlock()
@@ -224,9 +230,9 @@ func (c *client) initialize(params json.RawMessage) (any, error) {
 			"textDocumentSync": map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
 			"workspace":        map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
 			"experimental": map[string]any{"agentd": rpc.ServerInfo{
-				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.opts.Version, Sandbox: c.srv.rt.sandboxSummaryNow()}},
+				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.Options().Version, Sandbox: c.srv.rt.SandboxSummaryNow()}},
 		},
-		"serverInfo": map[string]any{"name": "agentd", "version": c.srv.rt.opts.Version},
+		"serverInfo": map[string]any{"name": "agentd", "version": c.srv.rt.Options().Version},
 	}, nil
 }
 
@@ -288,7 +294,7 @@ func (c *client) didOpen(params json.RawMessage) error {
 	if !ok {
 		return nil
 	}
-	c.srv.rt.overlay.open(path, string(p.TextDocument.URI), p.TextDocument.Version, p.TextDocument.Text, c)
+	c.srv.overlay.open(path, string(p.TextDocument.URI), p.TextDocument.Version, p.TextDocument.Text, c)
 	return nil
 }
 
@@ -301,7 +307,7 @@ func (c *client) didChange(params json.RawMessage) error {
 	if !ok {
 		return nil
 	}
-	return c.srv.rt.overlay.change(path, p.TextDocument.Version, p.ContentChanges)
+	return c.srv.overlay.change(path, p.TextDocument.Version, p.ContentChanges)
 }
 
 func (c *client) didClose(params json.RawMessage) error {
@@ -310,7 +316,7 @@ func (c *client) didClose(params json.RawMessage) error {
 		return err
 	}
 	if path, ok := c.docPath(string(p.TextDocument.URI)); ok {
-		c.srv.rt.overlay.close(path, c)
+		c.srv.overlay.close(path, c)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestApprovalUnavailable(t *testing.T) {
 			return watcher, s, turn
 		}, "the editor that was reviewing it disconnected before the user decided"},
 		{"timeout", func(t *testing.T, env *testEnv) (*fakeEditor, string, string) {
-			env.srv.rt.opts.ReviewTimeout = 200 * time.Millisecond
+			env.srv.reviewTimeout = 200 * time.Millisecond
 			ed := env.editor(true)
 			s := ed.newSession()
 			turn := ed.prompt(s, "write a note")

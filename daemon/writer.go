@@ -29,7 +29,7 @@ type editorWriter struct{ srv *Server }
 const editorWait = 10 * time.Second
 
 func (w editorWriter) Write(ctx context.Context, p fsafe.Path, data []byte, base fsafe.Stamp) (fsafe.Stamp, error) {
-	overlay := w.srv.rt.overlay
+	overlay := w.srv.overlay
 	key := tools.Canonical(p.Abs())
 	doc, open := overlay.get(key)
 	if !open {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/sandbox"
 )
@@ -27,24 +27,24 @@ type settings struct {
 
 func (s *settings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.ollamaHost, "ollama-host", "", "Ollama server (default $OLLAMA_HOST or 127.0.0.1:11434)")
-	fs.StringVar(&s.model, "model", "", "model for new sessions (default $AGENTD_MODEL or "+daemon.DefaultModel+")")
+	fs.StringVar(&s.model, "model", "", "model for new sessions (default $AGENTD_MODEL or "+harness.DefaultModel+")")
 	fs.StringVar(&s.approval, "approval", "", "approval mode: ask, auto-edit, plan or yolo (default $AGENTD_APPROVAL or ask)")
 	fs.IntVar(&s.contextLength, "context-length", 0, "cap on the context window in tokens (default: the model's)")
 	fs.BoolVar(&s.think, "think", false, "turn thinking on for models that have it")
 	fs.StringVar(&s.stateDir, "state-dir", "", "where sessions, checkpoints and the audit log live (default $XDG_STATE_HOME/agentd)")
 	fs.DurationVar(&s.reviewTimeout, "review-timeout", 0, "reject a review nobody answered after this long (default: never)")
-	fs.StringVar(&s.keepAlive, "keep-alive", "", "keep the model loaded this long after each request while a session lives: a duration, 0 to unload after every reply, -1 for ever (default $AGENTD_KEEP_ALIVE or "+daemon.DefaultKeepAlive.String()+")")
+	fs.StringVar(&s.keepAlive, "keep-alive", "", "keep the model loaded this long after each request while a session lives: a duration, 0 to unload after every reply, -1 for ever (default $AGENTD_KEEP_ALIVE or "+harness.DefaultKeepAlive.String()+")")
 }
 
 // resolve fills what the flags left empty from the environment and the config file.
-func (s *settings) resolve() (daemon.Options, []string, error) {
+func (s *settings) resolve() (harness.Options, []string, error) {
 	loc, err := policy.DefaultLocations()
 	if err != nil {
-		return daemon.Options{}, nil, err
+		return harness.Options{}, nil, err
 	}
 	cfg, err := policy.Load(loc, "")
 	if err != nil {
-		return daemon.Options{}, nil, err
+		return harness.Options{}, nil, err
 	}
 	file := cfg.Settings
 	pick := func(flagVal, env, key string) string {
@@ -56,7 +56,7 @@ func (s *settings) resolve() (daemon.Options, []string, error) {
 		}
 		return file[key]
 	}
-	opts := daemon.Options{
+	opts := harness.Options{
 		Version:    version,
 		OllamaHost: pick(s.ollamaHost, "OLLAMA_HOST", "ollama-host"),
 		Model:      pick(s.model, "AGENTD_MODEL", "model"),

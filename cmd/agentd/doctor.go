@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/agent/store"
-	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -49,13 +49,13 @@ func doctorCmd(args []string) int {
 		warn("config", w, "")
 	}
 	if opts.Model == "" {
-		opts.Model = daemon.DefaultModel
+		opts.Model = harness.DefaultModel
 	}
 	fmt.Printf("agentd %s\n", version)
 
 	models := opts.Models
 	if models == nil {
-		models = daemon.OllamaModels
+		models = harness.OllamaModels
 	}
 	mc, err := models(opts.OllamaHost, opts.Model)
 	if err != nil {
@@ -92,7 +92,7 @@ func doctorCmd(args []string) int {
 			report(true, "model", fmt.Sprintf("%s, context %d tokens, capabilities: %s", opts.Model, info.ContextLength, strings.Join(caps, ", ")), "")
 			if !info.Tools {
 				warn("model", opts.Model+" has no native tool calling: agentd will use text tool calls, which small models get wrong more often",
-					"use a model with tools, e.g. `ollama pull "+daemon.DefaultModel+"`")
+					"use a model with tools, e.g. `ollama pull "+harness.DefaultModel+"`")
 			}
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/tools/mcp"
 	"github.com/agentd/agentd/tools/sandbox"
 )
@@ -15,7 +15,7 @@ import (
 // doctorMCP starts the MCP servers of the user's configuration the way a session does (stdio
 // servers in the sandbox, with the current directory as the workspace) and lists their state and
 // tools.
-func doctorMCP(opts daemon.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) {
+func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) {
 	wd, err := os.Getwd()
 	if err != nil {
 		wd = "/"

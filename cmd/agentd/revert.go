@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/tools"
 )
 
@@ -28,7 +28,7 @@ func revertCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 2
 	}
-	rt, err := daemon.NewRuntime(opts)
+	rt, err := harness.NewRuntime(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1
@@ -57,7 +57,7 @@ func revertCmd(args []string) int {
 			return 1
 		}
 	}
-	h, err := rt.Open(daemon.SessionSpec{ID: id})
+	h, err := rt.Open(harness.SessionSpec{ID: id})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1

@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/agentd/agentd/agent"
-	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools"
 	"golang.org/x/term"
@@ -56,19 +56,19 @@ func runCmd(args []string) int {
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "agentd: warning:", w)
 	}
-	rt, err := daemon.NewRuntime(opts)
+	rt, err := harness.NewRuntime(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1
 	}
 	defer rt.Close()
-	h, err := rt.Open(daemon.SessionSpec{ID: *resume, Workspace: *dir, Model: s.model, Mode: s.approval})
+	h, err := rt.Open(harness.SessionSpec{ID: *resume, Workspace: *dir, Model: s.model, Mode: s.approval})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1
 	}
 	defer h.Close()
-	if *resume != "" && s.approval != "" && s.approval != h.Settings.ApprovalMode {
+	if *resume != "" && s.approval != "" && s.approval != h.Settings().ApprovalMode {
 		// A resumed session keeps its mode unless --approval says otherwise (the way to go on
 		// after a call needed an approval no one could give).
 		if err := h.SetMode(s.approval); err != nil {
@@ -80,7 +80,7 @@ func runCmd(args []string) int {
 	tty := term.IsTerminal(int(os.Stdin.Fd()))
 	color := term.IsTerminal(int(os.Stderr.Fd())) && os.Getenv("NO_COLOR") == ""
 	ui := &terminal{out: os.Stdout, err: os.Stderr, color: color}
-	var ask daemon.Asker
+	var ask harness.Asker
 	if tty {
 		ask = &terminalAsker{t: ui, in: bufio.NewReader(os.Stdin)}
 	} else {
@@ -100,7 +100,7 @@ func runCmd(args []string) int {
 		return 1
 	}
 	defer sess.Close()
-	if note := daemon.InstructionsNote(h.Instructions()); note != "" {
+	if note := harness.InstructionsNote(h.Instructions()); note != "" {
 		fmt.Fprintln(os.Stderr, "agentd:", note)
 	}
 	if _, err := sess.Prompt(prompt); err != nil {
@@ -296,7 +296,7 @@ type terminalAsker struct {
 	in *bufio.Reader
 }
 
-func (a *terminalAsker) Ask(ctx context.Context, q daemon.Question) (daemon.Answer, error) {
+func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.Answer, error) {
 	t := a.t
 	t.endLine()
 	w := t.err
@@ -354,24 +354,24 @@ func (a *terminalAsker) Ask(ctx context.Context, q daemon.Question) (daemon.Answ
 		fmt.Fprintf(w, "%s ", options)
 		line, err := a.readLine(ctx)
 		if err != nil {
-			return daemon.Answer{}, err
+			return harness.Answer{}, err
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return daemon.Answer{Decision: daemon.AnswerAccept}, nil
+			return harness.Answer{Decision: harness.AnswerAccept}, nil
 		case "a", "all":
 			if sessionGrant != nil {
-				return daemon.Answer{Decision: daemon.AnswerAcceptForSession, Grant: sessionGrant}, nil
+				return harness.Answer{Decision: harness.AnswerAcceptForSession, Grant: sessionGrant}, nil
 			}
 		case "n", "no":
 			fmt.Fprint(w, "reason (optional, the model reads it): ")
 			reason, err := a.readLine(ctx)
 			if err != nil {
-				return daemon.Answer{}, err
+				return harness.Answer{}, err
 			}
-			return daemon.Answer{Decision: daemon.AnswerReject, Reason: strings.TrimSpace(reason)}, nil
+			return harness.Answer{Decision: harness.AnswerReject, Reason: strings.TrimSpace(reason)}, nil
 		case "q", "quit":
-			return daemon.Answer{Decision: daemon.AnswerCancelTurn}, nil
+			return harness.Answer{Decision: harness.AnswerCancelTurn}, nil
 		}
 	}
 }

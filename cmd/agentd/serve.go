@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon"
+	"github.com/agentd/agentd/harness"
 )
 
 // serveCmd runs the editor daemon on stdio (one editor) or on a Unix socket (shared by editors).
@@ -52,7 +53,7 @@ func serveCmd(args []string) int {
 	for _, w := range warnings {
 		slog.Warn("config", "warning", w)
 	}
-	rt, err := daemon.NewRuntime(opts)
+	rt, err := harness.NewRuntime(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1

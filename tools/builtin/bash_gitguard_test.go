@@ -33,7 +33,7 @@ func forSandboxModes(t *testing.T, fn func(t *testing.T, sb *sandbox.Sandbox)) {
 	}
 }
 
-// daemonPolicy is the sandbox policy the daemon gives commands (daemon/runtime.go): only
+// daemonPolicy is the sandbox policy the daemon gives commands (harness/runtime.go): only
 // .git/hooks and .git/config of the top-level repository are read-only, so that git can work.
 func daemonPolicy(t *testing.T) sandbox.Policy {
 	return sandbox.Policy{TmpDir: t.TempDir(), ProtectedPaths: sandbox.DefaultProtectedPaths}

@@ -64,7 +64,7 @@ func newEnv(t testing.TB, user string, mode sandbox.Mode) *env {
 			t.Fatal(err)
 		}
 	}
-	// What daemon/runtime.go does for a session.
+	// What harness/runtime.go does for a session.
 	var cacheEnv []string
 	cacheEnv, e.note = gocache.SandboxEnv(sb.HelperPath(), e.own, user, []string{e.ws, e.tmp})
 	e.policy = sandbox.Policy{

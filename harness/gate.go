@@ -1,4 +1,4 @@
-package daemon
+package harness
 
 import (
 	"context"
@@ -76,7 +76,25 @@ type gate struct {
 
 func newGate(h *Harness, ask Asker) *gate { return &gate{h: h, ask: ask} }
 
+// Decision is the gate's answer to one call, with who made it for the audit log (store.ByPolicy,
+// store.ByGrant, store.ByUser, or what the Asker's Answer.By said); By is "" when the gate failed.
+type Decision struct {
+	agent.GateDecision
+	By string
+}
+
+// decide is the kernel's gate: it hands who decided to the audit log (Audit.WrapGate), the one
+// place the harness uses the context for it.
 func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDecision, error) {
+	d, err := g.Decide(ctx, req)
+	if d.By != "" {
+		store.SetDecidedBy(ctx, d.By)
+	}
+	return d.GateDecision, err
+}
+
+// Decide decides one call: the policy's verdict, else the Asker's answer.
+func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (Decision, error) {
 	preq := g.h.policyRequest(req)
 	v := g.h.Policy.Decide(preq)
 	switch v.Decision {
@@ -85,20 +103,17 @@ func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 		if g.h.Policy.Grants().Covers(preq) {
 			by = store.ByGrant
 		}
-		store.SetDecidedBy(ctx, by)
 		sockets, _ := g.optIns(req)
-		return agent.GateDecision{Allow: true, Approval: approvalOf(sockets)}, nil
+		return Decision{agent.GateDecision{Allow: true, Approval: approvalOf(sockets)}, by}, nil
 	case policy.Deny:
-		store.SetDecidedBy(ctx, store.ByPolicy)
-		return agent.GateDecision{Type: tools.PermissionDenied, Reason: v.Reason}, nil
+		return Decision{agent.GateDecision{Type: tools.PermissionDenied, Reason: v.Reason}, store.ByPolicy}, nil
 	}
 	if g.ask == nil {
 		// Nobody to ask (agentd run without a terminal). Not a rejection by the user: the call
 		// gets its own result type, and the turn ends, since nothing the model does can obtain
 		// the approval.
-		store.SetDecidedBy(ctx, store.ByPolicy)
-		return agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true,
-			Reason: v.Reason + "; no one can approve it here: there is no terminal or editor to ask the user. " + g.howToAllow(req, preq, v)}, nil
+		return Decision{agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true,
+			Reason: v.Reason + "; no one can approve it here: there is no terminal or editor to ask the user. " + g.howToAllow(req, preq, v)}, store.ByPolicy}, nil
 	}
 	q := Question{Call: req, Request: preq, Verdict: v, Kind: kindOf(req)}
 	sockets, sensitive := g.optIns(req)
@@ -108,13 +123,18 @@ func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 	}
 	ans, err := g.ask.Ask(ctx, q)
 	if err != nil {
-		return agent.GateDecision{}, err
+		return Decision{}, err
 	}
 	by := ans.By
 	if by == "" {
 		by = store.ByUser
 	}
-	store.SetDecidedBy(ctx, by)
+	d, err := g.answer(ans, by, v, sockets, sensitive)
+	return Decision{d, by}, err
+}
+
+// answer turns the Asker's answer into the kernel's decision.
+func (g *gate) answer(ans Answer, by string, v policy.Verdict, sockets, sensitive []string) (agent.GateDecision, error) {
 	switch ans.Decision {
 	case AnswerAccept:
 		a := &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason, UnixSockets: sockets}

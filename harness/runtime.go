@@ -1,4 +1,10 @@
-package daemon
+// Package harness builds and runs agent sessions for every front end: the editor daemon
+// (package daemon), the terminal (`agentd run`) and ACP. It owns the session's assembly — the
+// journal, tools, sandbox and build cache, MCP servers, policy and grants, the gate, the context
+// window, the workspace facts and project instructions, and keeping the model loaded — while a
+// front end supplies only the asking half of the gate (Asker), the event sink, and for editors
+// the open documents (Overlay) and the writer of open documents.
+package harness
 
 import (
 	"context"
@@ -23,6 +29,7 @@ import (
 	buildcache "github.com/agentd/agentd/tools/gocache"
 	"github.com/agentd/agentd/tools/mcp"
 	"github.com/agentd/agentd/tools/sandbox"
+	"github.com/agentd/agentd/tools/search"
 )
 
 // Options configure the runtime. cmd/agentd resolves them: flags > environment > config file >
@@ -60,7 +67,7 @@ type Options struct {
 	BuildCache string
 }
 
-// ModelClient is what the daemon needs of a model server.
+// ModelClient is what the harness needs of a model server.
 type ModelClient interface {
 	agent.Model
 	ListModels(ctx context.Context) ([]ollama.ModelSummary, error)
@@ -78,12 +85,11 @@ const DefaultKeepAlive = 30 * time.Minute
 // calls reliably at laptop size (5 GB at Q4), has a 40k trained context and optional thinking.
 const DefaultModel = "qwen3:8b"
 
-// Runtime is the process-wide state: stores, the overlay of open documents, workspaces and the
-// sandbox. Sessions are built from it (Open).
+// Runtime is the process-wide state: stores, workspaces and the sandbox. Sessions are built from
+// it (Open).
 type Runtime struct {
-	opts    Options
-	store   *store.Store
-	overlay *Overlay
+	opts  Options
+	store *store.Store
 	// sandbox, sandboxErr and features are set by the probe, before probed is closed.
 	probed     chan struct{}
 	sandbox    *sandbox.Sandbox
@@ -142,7 +148,7 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{opts: opts, store: st, overlay: newOverlay(), workspaces: map[string]*workspace{},
+	rt := &Runtime{opts: opts, store: st, workspaces: map[string]*workspace{},
 		probed: make(chan struct{})}
 	// Probing the sandbox starts processes (tens of milliseconds): do it in the background so
 	// the daemon answers initialize at once. Sessions wait for it (probe).
@@ -243,8 +249,14 @@ func (rt *Runtime) Features() sandbox.Features {
 	return rt.features
 }
 
-// sandboxSummaryNow is SandboxSummary without waiting: "probing" while the probe runs.
-func (rt *Runtime) sandboxSummaryNow() string {
+// Sandbox waits for the sandbox probe and returns the sandbox, or why there is none.
+func (rt *Runtime) Sandbox() (*sandbox.Sandbox, error) {
+	rt.probe()
+	return rt.sandbox, rt.sandboxErr
+}
+
+// SandboxSummaryNow is SandboxSummary without waiting: "probing" while the probe runs.
+func (rt *Runtime) SandboxSummaryNow() string {
 	select {
 	case <-rt.probed:
 		return rt.SandboxSummary()
@@ -293,6 +305,9 @@ type SessionSpec struct {
 	Model     string
 	Mode      string
 	Title     string
+	// Overlay is the documents open in the editors (nil: none, the disk only): tools read them
+	// from the buffers, and a change to a document with unsaved changes gets a note for the model.
+	Overlay Overlay
 	// Writer routes writes of documents open in an editor (nil: disk).
 	Writer fsafe.Writer
 	// OllamaHost and ContextCap override the runtime's for this session (the editor's settings).
@@ -300,12 +315,20 @@ type SessionSpec struct {
 	ContextCap int
 }
 
+// Overlay is the editors' open documents, as the tools read them (fsafe and grep).
+type Overlay interface {
+	fsafe.Overlay
+	search.Overlay
+}
+
 // Harness is a session's parts before and around its agent loop: journal, tools, policy,
 // checkpoints, audit and model. The frontend (editor daemon or terminal) supplies the gate's
 // asking half and the event sink, then calls Start.
 type Harness struct {
-	rt          *Runtime
-	Settings    agent.SessionSettings
+	rt *Runtime
+	// settings are written by SetMode and Start while front ends read them (Settings): under mu.
+	mu          sync.Mutex
+	settings    agent.SessionSettings
 	Replayed    agent.Replayed
 	Title       string
 	ws          *workspace
@@ -318,6 +341,7 @@ type Harness struct {
 	model       ModelClient
 	tmpDir      string
 	contextCap  int
+	overlay     Overlay
 	closeOnce   sync.Once
 	// mcp holds the session's MCP servers (tools/mcp), started in build, shut down in Close.
 	mcp *mcp.Set
@@ -349,9 +373,9 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 		if h.ws, err = rt.workspace(spec.Workspace); err != nil {
 			return nil, err
 		}
-		h.Settings = agent.SessionSettings{ID: store.NewSessionID(), Workspace: h.ws.root, Model: model,
+		h.settings = agent.SessionSettings{ID: store.NewSessionID(), Workspace: h.ws.root, Model: model,
 			ApprovalMode: mode, Created: time.Now().UTC()}
-		if h.journal, err = rt.store.Create(h.Settings); err != nil {
+		if h.journal, err = rt.store.Create(h.settings); err != nil {
 			return nil, err
 		}
 		h.Title = spec.Title
@@ -362,14 +386,14 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 		if h.journal, h.Replayed, err = rt.store.Resume(spec.ID); err != nil {
 			return nil, err
 		}
-		h.Settings, h.Title = h.Replayed.Settings, h.Replayed.Title
+		h.settings, h.Title = h.Replayed.Settings, h.Replayed.Title
 		if h.Replayed.Mode != "" {
-			h.Settings.ApprovalMode = h.Replayed.Mode
+			h.settings.ApprovalMode = h.Replayed.Mode
 		}
 		if spec.Model != "" {
-			h.Settings.Model = spec.Model
+			h.settings.Model = spec.Model
 		}
-		if h.ws, err = rt.workspace(h.Settings.Workspace); err != nil {
+		if h.ws, err = rt.workspace(h.settings.Workspace); err != nil {
 			h.journal.Close()
 			return nil, err
 		}
@@ -378,6 +402,7 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 	if h.contextCap == 0 {
 		h.contextCap = rt.opts.ContextCap
 	}
+	h.overlay = spec.Overlay
 	if err := h.build(spec.Writer, spec.OllamaHost); err != nil {
 		if h.mcp != nil {
 			h.mcp.Close()
@@ -391,8 +416,8 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 func (h *Harness) build(writer fsafe.Writer, host string) error {
 	rt := h.rt
 	rt.probe()
-	h.fs = fsafe.New(h.ws.fs, fsafe.Options{Overlay: rt.overlay, Writer: writer, Queue: h.ws.queue})
-	h.tmpDir = filepath.Join(rt.store.Dir(), "tmp", h.Settings.ID)
+	h.fs = fsafe.New(h.ws.fs, fsafe.Options{Overlay: h.overlay, Writer: writer, Queue: h.ws.queue})
+	h.tmpDir = filepath.Join(rt.store.Dir(), "tmp", h.settings.ID)
 	if err := os.MkdirAll(h.tmpDir, 0o700); err != nil {
 		return err
 	}
@@ -421,7 +446,7 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 		}
 	}
 	bash := builtin.BashConfig{Sandbox: rt.sandbox, SpillDir: filepath.Join(h.tmpDir, "spill"),
-		QuarantineDir: filepath.Join(rt.store.Dir(), "quarantine", h.Settings.ID),
+		QuarantineDir: filepath.Join(rt.store.Dir(), "quarantine", h.settings.ID),
 		Policy: sandbox.Policy{
 			TmpDir:         h.tmpDir,
 			WritableDirs:   []string{gocache},
@@ -440,7 +465,7 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 		p.Unsandboxed = true
 		bash.Runner = builtin.NewSandboxRunner(rt.sandbox, p, h.ws.fs)
 	}
-	ts, err := builtin.New(builtin.Config{FS: h.fs, Bash: bash, Search: builtin.SearchConfig{Overlay: rt.overlay}})
+	ts, err := builtin.New(builtin.Config{FS: h.fs, Bash: bash, Search: builtin.SearchConfig{Overlay: h.overlay}})
 	if err != nil {
 		return err
 	}
@@ -460,18 +485,18 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if h.Policy, err = policy.New(*pcfg); err != nil {
 		return err
 	}
-	mode, _ := policy.ParseMode(h.Settings.ApprovalMode)
+	mode, _ := policy.ParseMode(h.settings.ApprovalMode)
 	if err := h.Policy.SetMode(mode); err != nil {
 		return err
 	}
-	if h.checkpoints, err = rt.store.Checkpoints(h.ws.fs, h.Settings.ID, store.CheckpointOptions{Queue: h.ws.queue}); err != nil {
+	if h.checkpoints, err = rt.store.Checkpoints(h.ws.fs, h.settings.ID, store.CheckpointOptions{Queue: h.ws.queue}); err != nil {
 		return err
 	}
-	h.audit = rt.store.Audit(h.Settings.ID)
+	h.audit = rt.store.Audit(h.settings.ID)
 	if host == "" {
 		host = rt.opts.OllamaHost
 	}
-	if h.model, err = rt.opts.Models(host, h.Settings.Model); err != nil {
+	if h.model, err = rt.opts.Models(host, h.settings.Model); err != nil {
 		return err
 	}
 	rt.mu.Lock()
@@ -479,13 +504,20 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if rt.models == nil {
 		rt.models = map[string]ModelClient{}
 	}
-	rt.models[host+" "+h.Settings.Model] = h.model
+	rt.models[host+" "+h.settings.Model] = h.model
 	rt.mu.Unlock()
 	return nil
 }
 
 // ID returns the session ID.
-func (h *Harness) ID() string { return h.Settings.ID }
+func (h *Harness) ID() string { return h.settings.ID }
+
+// Settings returns a copy of the session's settings (SetMode and Start change them).
+func (h *Harness) Settings() agent.SessionSettings {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.settings
+}
 
 // Workspace returns the session's workspace root.
 func (h *Harness) Workspace() string { return h.ws.root }
@@ -505,7 +537,9 @@ func (h *Harness) SetMode(mode string) error {
 	if err := h.Policy.SetMode(m); err != nil {
 		return err
 	}
-	h.Settings.ApprovalMode = m.String()
+	h.mu.Lock()
+	h.settings.ApprovalMode = m.String()
+	h.mu.Unlock()
 	return h.journal.Append(agent.Entry{Type: agent.EntryMode, Time: time.Now().UTC(), Mode: m.String()})
 }
 
@@ -548,7 +582,9 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	if err != nil {
 		return nil, err
 	}
-	numCtx := h.Settings.NumCtx
+	h.mu.Lock()
+	numCtx := h.settings.NumCtx
+	h.mu.Unlock()
 	if numCtx == 0 {
 		sys := agent.SystemPrompt(h.registry.Definitions(), !info.Tools)
 		estimate := (len(sys) + len(agent.ContextBlock(h.facts()))) / 3
@@ -556,14 +592,17 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 			estimate += (len(d.Description) + len(d.Parameters)) / 3
 		}
 		numCtx = ollama.ChooseNumCtx(info.ContextLength, h.contextCap, estimate+8192, 8192)
-		h.Settings.NumCtx = numCtx
-		h.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &h.Settings})
+		h.mu.Lock()
+		h.settings.NumCtx = numCtx
+		settings := h.settings
+		h.mu.Unlock()
+		h.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &settings})
 	}
 	g := newGate(h, ask)
 	gate := h.audit.WrapGate(g.decide)
 	cp := h.checkpoints
 	cfg := agent.SessionConfig{
-		ID: h.Settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,
+		ID: h.settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,
 		Journal: h.journal, Facts: h.facts(), History: h.Replayed.History, Turns: len(h.Replayed.Turns),
 		Kernel: agent.Config{
 			Registry:   h.registry,
@@ -639,13 +678,16 @@ func (h *Harness) afterCall(ctx context.Context, call *tools.Call, res *tools.Re
 		return nil, nil
 	}
 	var notes []string
+	if h.overlay == nil {
+		return nil, nil
+	}
 	for _, p := range perm.Paths {
-		doc, open := h.rt.overlay.get(tools.Canonical(p))
+		doc, open := h.overlay.Document(p)
 		if !open {
 			continue
 		}
 		disk, err := os.ReadFile(p)
-		if err != nil || string(disk) != doc.text {
+		if err != nil || string(disk) != string(doc.Content) {
 			rel, _ := filepath.Rel(h.ws.root, p)
 			notes = append(notes, fmt.Sprintf("Note: %s is open in the editor with unsaved changes; your change is in the editor's buffer, not yet on disk (commands see the old file until the user saves).", filepath.ToSlash(rel)))
 		}
