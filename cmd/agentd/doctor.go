@@ -120,6 +120,7 @@ func doctorCmd(args []string) int {
 		st.Close()
 		report(true, "state", dir, "")
 	}
+	fmt.Fprint(os.Stdout, acpHints)
 	if failed {
 		return 1
 	}

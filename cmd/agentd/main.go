@@ -38,6 +38,8 @@ func main() {
 		code = runCmd(args)
 	case "serve":
 		code = serveCmd(args)
+	case "acp":
+		code = acpCmd(args)
 	case "connect":
 		code = connectCmd(args)
 	case "doctor":
@@ -63,6 +65,7 @@ usage:
   agentd run [-C DIR] [--model M] [--approval ask|auto-edit|plan|yolo] [--resume ID] "prompt"
   agentd serve --stdio | --listen [--socket PATH]
   agentd connect [--socket PATH]
+  agentd acp                       an Agent Client Protocol agent on stdio (Zed, JetBrains, …)
   agentd revert [-C DIR] [--session ID] [--turn T]
   agentd doctor
   agentd version
