@@ -639,32 +639,22 @@ func (pl *protectPlanner) protect(root, target string, hops int) error {
 		parent := cur
 		cur = filepath.Join(cur, comps[i])
 		last := i == len(comps)-1
-		if sharePlaceholder(cur) {
-			// Another running command's placeholder: share it, so that it
-			// is not removed while this command has it mounted.
-			pl.held = append(pl.held, cur)
-			pl.roBind(cur)
-			return nil
-		}
-		fi, err := os.Lstat(cur)
+		held, fi, err := claimPlaceholder(cur)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			created, err := acquirePlaceholder(cur)
-			if err != nil {
-				return fmt.Errorf("sandbox: placeholder for protected path %s: %w", cur, err)
-			}
-			if !created {
-				// Appeared meanwhile: look again.
-				if retries++; retries > 3 {
-					return fmt.Errorf("sandbox: protected path %s keeps changing", cur)
-				}
-				cur = parent
-				i--
-				continue
-			}
+		case held:
+			// A placeholder (this command's, or shared with another running
+			// command, so that it is not removed while this one has it mounted).
 			pl.held = append(pl.held, cur)
 			pl.roBind(cur)
 			return nil
+		case errors.Is(err, errAppeared):
+			// Appeared meanwhile: look again.
+			if retries++; retries > 3 {
+				return fmt.Errorf("sandbox: protected path %s keeps changing", cur)
+			}
+			cur = parent
+			i--
+			continue
 		case err != nil:
 			return fmt.Errorf("sandbox: protected path %s: %w", cur, err)
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -744,46 +734,42 @@ func statID(p string) (dev, ino uint64, ok bool) {
 	return st.Dev, st.Ino, true
 }
 
-// acquirePlaceholder creates (or shares) the placeholder at p. created is
-// false when p came into existence by someone else.
-func acquirePlaceholder(p string) (created bool, err error) {
+// errAppeared: the path came into existence (by someone else) while a
+// placeholder was being made for it.
+var errAppeared = errors.New("appeared meanwhile")
+
+// claimPlaceholder looks at the protected path p, all under the placeholder
+// lock, so that no command of this process creates or removes a placeholder
+// in between: when p is a live placeholder it takes a reference (held); when
+// p is missing it creates one (held); otherwise it returns p's Lstat, for the
+// caller to protect what is there. errAppeared says p was created by someone
+// else meanwhile.
+func claimPlaceholder(p string) (held bool, fi fs.FileInfo, err error) {
 	placeholders.Lock()
 	defer placeholders.Unlock()
 	if ph := placeholders.m[p]; ph != nil {
 		if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
 			ph.refs++
-			return true, nil
+			return true, nil, nil
 		}
 		delete(placeholders.m, p)
 	}
+	fi, err = os.Lstat(p)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return false, fi, err
+	}
 	if err := os.Mkdir(p, 0o555); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return false, nil
+			return false, nil, errAppeared
 		}
-		return false, err
+		return false, nil, err
 	}
 	dev, ino, ok := statID(p)
 	if !ok {
-		return false, fmt.Errorf("placeholder %s vanished", p)
+		return false, nil, fmt.Errorf("placeholder %s vanished", p)
 	}
 	placeholders.m[p] = &placeholder{refs: 1, dev: dev, ino: ino}
-	return true, nil
-}
-
-// sharePlaceholder takes a reference on p if p is a live placeholder.
-func sharePlaceholder(p string) bool {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	ph := placeholders.m[p]
-	if ph == nil {
-		return false
-	}
-	if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
-		ph.refs++
-		return true
-	}
-	delete(placeholders.m, p)
-	return false
+	return true, nil, nil
 }
 
 func releasePlaceholder(p string) {

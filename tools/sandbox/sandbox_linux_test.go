@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -1101,6 +1103,53 @@ func BenchmarkFindSensitive(b *testing.B) {
 	for b.Loop() {
 		if got := findSensitive([]string{root}, nil); len(got) != 3 {
 			b.Fatalf("found %d sensitive files, want 3: %+v", len(got), got)
+		}
+	}
+}
+
+// TestConcurrentCommandsShareProtectedPlaceholders: commands that start at the same time in one
+// workspace share the placeholders of its missing protected paths. A command that saw another's
+// placeholder as an ordinary directory, without a reference, had it removed under it when the
+// other one ended, and bubblewrap failed with "Can't find source path" (seen with MCP servers
+// starting together).
+func TestConcurrentCommandsShareProtectedPlaceholders(t *testing.T) {
+	sb := requireMode(t, ModeBwrap)
+	e := newEnv(t)
+	p := e.policy()
+	p.ProtectedPaths = append(p.ProtectedPaths, ".nvimrc", ".envrc", ".exrc", ".mcp.json")
+	const workers, each = 6, 12
+	errs := make(chan string, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				c, err := sb.Command(context.Background(), p, []string{"true"}, e.ws)
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				out, err := c.CombinedOutput()
+				c.Release()
+				if err != nil {
+					errs <- fmt.Sprintf("%v: %s", err, out)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var failed []string
+	for e := range errs {
+		failed = append(failed, e)
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d concurrent commands failed; first: %s", len(failed), workers*each, failed[0])
+	}
+	for _, name := range []string{".nvimrc", ".envrc", ".exrc", ".mcp.json", ".agentd", ".vscode", ".idea"} {
+		if _, err := os.Lstat(filepath.Join(e.ws, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("placeholder %s left behind after every command ended (%v)", name, err)
 		}
 	}
 }
