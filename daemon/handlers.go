@@ -66,7 +66,7 @@ func (c *client) sessionNew(ctx context.Context, params []byte) (any, error) {
 			return nil, rpc.Errorf(rpc.CodeInvalidParams, "%v", err)
 		}
 	}
-	h, err := c.srv.rt.Open(harness.SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Overlay: c.srv.overlay, Writer: editorWriter{c.srv},
+	h, err := c.srv.rt.Open(harness.SessionSpec{Workspace: root, Model: model, Mode: mode, Title: p.Title, Overlay: c.srv.overlay, Writer: editorWriter{c.srv}, Diagnostics: editorDiagnostics{c.srv},
 		OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
 	if err != nil {
 		return nil, fmt.Errorf("creating the session: %w", err)
@@ -174,7 +174,12 @@ func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) 
 	if err != nil {
 		return nil, modelFailure(err)
 	}
-	id, err := sess.Prompt(withContext(p.Text, p.Context, ls.h.Workspace()))
+	// After an undo (turn/undo), the model reads first what the user undid.
+	note, putBack := ls.h.TakeNote()
+	id, err := sess.Prompt(note + withContext(p.Text, p.Context, ls.h.Workspace()))
+	if err != nil {
+		putBack()
+	}
 	if errors.Is(err, agent.ErrTurnRunning) {
 		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is already running in this session: use session/steer or session/cancel")
 	}
@@ -403,6 +408,9 @@ var requestHandlers = map[string]requestHandler{
 	rpc.MethodGrantList:      func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.grantList(p) },
 	rpc.MethodGrantRevoke:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.grantRevoke(p) },
 	rpc.MethodDaemonStatus:   func(c *client, ctx context.Context, _ json.RawMessage) (any, error) { return c.daemonStatus(ctx) },
+	rpc.MethodTurnList:       func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.turnList(p) },
+	rpc.MethodTurnChanges:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.turnChanges(p) },
+	rpc.MethodTurnUndo:       func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.turnUndo(ctx, p) },
 }
 
 // ignore serves a notification agentd has nothing to do for.

@@ -58,7 +58,7 @@ func (s *Server) session(id string, c *client) (*liveSession, error) {
 	c.mu.Lock()
 	init := c.init
 	c.mu.Unlock()
-	h, err := s.rt.Open(harness.SessionSpec{ID: id, Overlay: s.overlay, Writer: editorWriter{s}, OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
+	h, err := s.rt.Open(harness.SessionSpec{ID: id, Overlay: s.overlay, Writer: editorWriter{s}, Diagnostics: editorDiagnostics{s}, OllamaHost: init.OllamaHost, ContextCap: init.ContextLength})
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeUnknownSession, "session %s: %v", id, err)
 	}

@@ -310,6 +310,8 @@ type SessionSpec struct {
 	Overlay Overlay
 	// Writer routes writes of documents open in an editor (nil: disk).
 	Writer fsafe.Writer
+	// Diagnostics asks the editors for a file's problems after an edit (nil: not asked).
+	Diagnostics Diagnostics
 	// OllamaHost and ContextCap override the runtime's for this session (the editor's settings).
 	OllamaHost string
 	ContextCap int
@@ -342,6 +344,7 @@ type Harness struct {
 	tmpDir      string
 	contextCap  int
 	overlay     Overlay
+	diags       Diagnostics
 	closeOnce   sync.Once
 	// mcp holds the session's MCP servers (tools/mcp), started in build, shut down in Close.
 	mcp *mcp.Set
@@ -350,6 +353,11 @@ type Harness struct {
 	factsOnce sync.Once
 	factsVal  agent.WorkspaceFacts
 	instr     instructionsState
+	// turnMu guards prompts (each turn's prompt, for Turns) and undoNotes (what the model is
+	// told about undone changes at its next request): see turns.go.
+	turnMu    sync.Mutex
+	prompts   map[string]string
+	undoNotes []string
 }
 
 // Open creates or resumes a session's harness.
@@ -403,6 +411,7 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 		h.contextCap = rt.opts.ContextCap
 	}
 	h.overlay = spec.Overlay
+	h.diags = spec.Diagnostics
 	if err := h.build(spec.Writer, spec.OllamaHost); err != nil {
 		if h.mcp != nil {
 			h.mcp.Close()
@@ -607,11 +616,12 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		Kernel: agent.Config{
 			Registry:   h.registry,
 			Gate:       gate,
-			Middleware: []agent.Middleware{cp.Middleware()},
+			Middleware: []agent.Middleware{cp.Middleware(), h.diagnosticsMiddleware},
 			After:      h.afterCall,
 		},
 		Sink: func(e agent.Event) {
 			cp.Observe(e)
+			h.observeTurn(e)
 			h.audit.Observe(e)
 			if sink != nil {
 				sink(e)

@@ -40,6 +40,9 @@ const (
 	MethodGrantList      = "grant/list"
 	MethodGrantRevoke    = "grant/revoke"
 	MethodDaemonStatus   = "daemon/status"
+	MethodTurnList       = "turn/list"
+	MethodTurnChanges    = "turn/changes"
+	MethodTurnUndo       = "turn/undo"
 )
 
 // Server → client notifications and requests.
@@ -55,6 +58,9 @@ const (
 	// MethodDocumentSave asks the editor to save a document agentd just edited through
 	// workspace/applyEdit, so that commands see the change on disk (request).
 	MethodDocumentSave = "document/save"
+	// MethodDocumentDiagnostics asks the editor for a document's errors and warnings once its
+	// language server has published them for the current text, after an applied edit (request).
+	MethodDocumentDiagnostics = "document/diagnostics"
 )
 
 // LSP methods agentd serves or sends, besides its own. Their params and results are LSP's (from
@@ -144,10 +150,14 @@ var Methods = []MethodInfo{
 	req[GrantListParams, GrantListResult](MethodGrantList, ClientToServer),
 	req[GrantRevokeParams, GrantRevokeResult](MethodGrantRevoke, ClientToServer),
 	req[DaemonStatusParams, DaemonStatusResult](MethodDaemonStatus, ClientToServer),
+	req[TurnListParams, TurnListResult](MethodTurnList, ClientToServer),
+	req[TurnChangesParams, TurnChangesResult](MethodTurnChanges, ClientToServer),
+	req[TurnUndoParams, TurnUndoResult](MethodTurnUndo, ClientToServer),
 	note[SessionUpdateParams](MethodSessionUpdate, ServerToClient),
 	note[ReviewRequestedParams](MethodReviewRequested, ServerToClient),
 	note[ReviewResolvedParams](MethodReviewResolved, ServerToClient),
 	req[DocumentSaveParams, DocumentSaveResult](MethodDocumentSave, ServerToClient),
+	req[DocumentDiagnosticsParams, DocumentDiagnosticsResult](MethodDocumentDiagnostics, ServerToClient),
 
 	// LSP lifecycle and document sync, client → server. initialize carries InitializationOptions
 	// and answers ServerInfo (in capabilities.experimental.agentd).
@@ -197,6 +207,9 @@ type InitializationOptions struct {
 	Reviews bool `json:"reviews"`
 	// DocumentSave is true when the editor implements document/save.
 	DocumentSave bool `json:"documentSave,omitzero"`
+	// Diagnostics is true when the editor implements document/diagnostics: after an applied
+	// edit, the daemon asks it for the file's new errors and warnings and tells the model.
+	Diagnostics bool `json:"diagnostics,omitzero"`
 	// Model, ApprovalMode and OllamaHost are the editor's settings, used as defaults for sessions
 	// this connection creates.
 	Model        string `json:"model,omitzero"`
@@ -349,6 +362,78 @@ type SessionRevertResult struct {
 type RevertSkip struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+}
+
+// TurnListParams asks for the session's turns that changed files.
+type TurnListParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// TurnListResult lists the turns that changed files, newest first.
+type TurnListResult struct {
+	Turns []TurnSummary `json:"turns"`
+}
+
+// TurnSummary is one turn that changed files.
+type TurnSummary struct {
+	TurnID    string `json:"turnId"`
+	Prompt    string `json:"prompt"`    // first line of the user's prompt, at most 80 characters
+	CreatedAt string `json:"createdAt"` // RFC 3339
+	Files     int    `json:"files"`     // how many files the turn changed
+	Reverted  bool   `json:"reverted"`  // already reverted (session/revert, or every file undone)
+}
+
+// TurnChangesParams asks for a turn's changes (default: the newest turn that changed files and
+// is not reverted).
+type TurnChangesParams struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId,omitzero"`
+}
+
+// TurnChangesResult is a turn's changed files; TurnID is "" and Files empty when no turn of the
+// session changed files (turnId omitted).
+type TurnChangesResult struct {
+	TurnID string       `json:"turnId"`
+	Files  []TurnChange `json:"files"`
+}
+
+// TurnChange is one file a turn changed: its diff from the turn's checkpoint (the pre-image) to
+// what the turn left, or to the current content when the file changed since (ChangedSince: undo
+// skips it).
+type TurnChange struct {
+	Path         string     `json:"path"` // workspace-relative, with /
+	URI          string     `json:"uri"`
+	Status       string     `json:"status"` // modified | created | deleted
+	Diff         string     `json:"diff"`   // unified diff
+	Hunks        []TurnHunk `json:"hunks"`
+	ChangedSince bool       `json:"changedSince"`
+	// Reason says why the file cannot be undone, when ChangedSince is set.
+	Reason string `json:"reason,omitzero"`
+}
+
+// TurnHunk is one hunk of a TurnChange's diff; ID is the hunk's stable preview ID.
+type TurnHunk struct {
+	ID       string `json:"id"`
+	Header   string `json:"header"` // "@@ -3,2 +3,4 @@"
+	OldStart int    `json:"oldStart"`
+	OldLines int    `json:"oldLines"`
+	NewStart int    `json:"newStart"`
+	NewLines int    `json:"newLines"`
+}
+
+// TurnUndoParams undoes a turn's changes: the chosen files (restored to their pre-image), the
+// chosen hunks (reversed), or, with neither, the whole turn.
+type TurnUndoParams struct {
+	SessionID string              `json:"sessionId"`
+	TurnID    string              `json:"turnId"`
+	Files     []string            `json:"files,omitzero"` // document URIs
+	Hunks     map[string][]string `json:"hunks,omitzero"` // document URI → hunk IDs
+}
+
+// TurnUndoResult names the files undone (wholly or some hunks) and those skipped.
+type TurnUndoResult struct {
+	Undone  []string     `json:"undone"` // workspace-relative paths
+	Skipped []RevertSkip `json:"skipped"`
 }
 
 type SessionSetModeParams struct {
@@ -645,6 +730,38 @@ type DocumentSaveResult struct {
 	Saved bool `json:"saved"`
 }
 
+// DocumentDiagnosticsParams asks the editor for the diagnostics of a document (server → client
+// request). The editor answers once its language server has published diagnostics for the
+// document's current text (Version, when set, is the version the daemon expects), or after
+// SettleMs milliseconds with what it has then.
+type DocumentDiagnosticsParams struct {
+	URI      string `json:"uri"`
+	Version  int32  `json:"version,omitzero"`
+	SettleMs int    `json:"settleMs"`
+}
+
+// DocumentDiagnosticsResult is the document's diagnostics (errors and warnings are enough).
+type DocumentDiagnosticsResult struct {
+	Diagnostics []DocumentDiagnostic `json:"diagnostics"`
+}
+
+// DocumentDiagnostic is one diagnostic. Line and Character are zero-based, as in LSP.
+type DocumentDiagnostic struct {
+	Line      int    `json:"line"`
+	Character int    `json:"character"`
+	Severity  string `json:"severity"`
+	Message   string `json:"message"`
+	Source    string `json:"source,omitzero"`
+}
+
+// Diagnostic severities (DocumentDiagnostic.severity).
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	SeverityInfo    = "info"
+	SeverityHint    = "hint"
+)
+
 // Turn end reasons (Update.reason of turnCompleted and turnFailed).
 const (
 	ReasonDone           = "done"
@@ -791,6 +908,8 @@ var Enums = []Enum{
 		{"ExecFailed", ResultExecFailed}, {"IOError", ResultIOError}}},
 	{"Progress", []string{"WorkDoneProgress.kind"}, []EnumValue{
 		{"Begin", ProgressBegin}, {"Report", ProgressReport}, {"End", ProgressEnd}}},
+	{"Severity", []string{"DocumentDiagnostic.severity"}, []EnumValue{
+		{"Error", SeverityError}, {"Warning", SeverityWarning}, {"Info", SeverityInfo}, {"Hint", SeverityHint}}},
 	{"Message", []string{"ShowMessageParams.type", "LogMessageParams.type"}, []EnumValue{
 		{"Error", MessageError}, {"Warning", MessageWarning}, {"Info", MessageInfo}, {"Log", MessageLog}}},
 }

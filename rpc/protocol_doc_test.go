@@ -25,6 +25,8 @@ func init() {
 		ReviewRequestedParams{}, ReviewDecideParams{}, ReviewDecideResult{}, ReviewListParams{},
 		ReviewListResult{}, ReviewResolvedParams{}, GrantListParams{}, GrantListResult{},
 		GrantRevokeParams{}, GrantRevokeResult{}, DocumentSaveParams{}, DocumentSaveResult{},
+		DocumentDiagnosticsParams{}, DocumentDiagnosticsResult{},
+		TurnListParams{}, TurnListResult{}, TurnChangesParams{}, TurnChangesResult{}, TurnUndoParams{}, TurnUndoResult{},
 	} {
 		docTypes[reflect.TypeOf(v).Name()] = v
 	}

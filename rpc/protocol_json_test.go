@@ -159,6 +159,11 @@ func (g *typeGen) typeName(t reflect.Type) (string, error) {
 		return e + "[]", err
 	case reflect.Struct:
 		return t.Name(), g.addStruct(t)
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String {
+			e, err := g.typeName(t.Elem())
+			return "Record<string, " + e + ">", err
+		}
 	}
 	return "", fmt.Errorf("type %s (%s) has no JSON mapping here", t, t.Kind())
 }

@@ -25,6 +25,8 @@ command("AgentNew", cmd("new"), { nargs = "*", desc = "agentd: start a new sessi
 command("AgentSessions", cmd("sessions"), { nargs = 0, desc = "agentd: pick a session to resume" })
 command("AgentCancel", cmd("cancel"), { nargs = 0, desc = "agentd: cancel the running turn" })
 command("AgentRevert", cmd("revert"), { nargs = "?", desc = "agentd: restore the files a turn changed [turnId]" })
+command("AgentChanges", cmd("changes"), { nargs = "?", desc = "agentd: a turn's changed files and hunks, to undo [turnId]" })
+command("AgentTurns", cmd("turns"), { nargs = 0, desc = "agentd: pick a turn that changed files" })
 command("AgentAccept", cmd("accept"), {
   bang = true, range = true, desc = "agentd: accept the hunk under the cursor (! the whole file)",
 })

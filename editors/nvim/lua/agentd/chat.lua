@@ -794,6 +794,13 @@ function M.reset(session, history)
   local title = require("agentd.session").title_of(session)
   push({ kind = "note", text = string.format("# %s  (%s, %s)", title, session.model or "?",
     session.approvalMode or "?"), hl = "AgentdTitle" })
+  local ins = session.instructions -- AGENTS.md: "using AGENTS.md (1.2 KB)", as `agentd run` prints
+  if type(ins) == "table" and ins.path then
+    local n = tonumber(ins.bytes) or 0
+    local size = n < 1024 and string.format("%d B", n) or string.format("%.1f KB", n / 1024)
+    push({ kind = "note", text = string.format("using %s (%s%s)", ins.path, size,
+      ins.truncated and ", truncated to 8 KB" or ""), hl = "Comment" })
+  end
   if history and #history > 0 then
     push({ kind = "history", items = history })
   end

@@ -87,6 +87,7 @@ local function init_options()
     client = "agentd.nvim " .. VERSION,
     reviews = true,
     documentSave = true,
+    diagnostics = true,
   }
   opts.model = o.model
   opts.approvalMode = o.approval_mode
@@ -218,6 +219,7 @@ local function handlers()
     review().on_resolved(err, params, ctx)
   end
   h[protocol.server_request.document_save] = M.on_document_save
+  h[protocol.server_request.document_diagnostics] = require("agentd.diagnostics").on_request
   -- User-facing errors carry their fix; show them with vim.notify.
   h["window/showMessage"] = function(_, params)
     if params and params.message then

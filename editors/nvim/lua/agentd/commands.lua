@@ -93,6 +93,14 @@ function M.revert(o)
   session().revert(o.args)
 end
 
+function M.changes(o)
+  require("agentd.changes").open(o.args)
+end
+
+function M.turns()
+  require("agentd.changes").pick()
+end
+
 function M.accept(o)
   local review = require("agentd.review")
   if o.bang then

@@ -23,6 +23,9 @@ M.request = {
   grant_list = "grant/list",
   grant_revoke = "grant/revoke",
   daemon_status = "daemon/status",
+  turn_list = "turn/list",
+  turn_changes = "turn/changes",
+  turn_undo = "turn/undo",
 }
 
 -- Server -> client notifications.
@@ -35,6 +38,7 @@ M.notification = {
 -- Server -> client requests (the handler must return a result synchronously).
 M.server_request = {
   document_save = "document/save",
+  document_diagnostics = "document/diagnostics",
 }
 
 -- session/update kinds (Update.type).
