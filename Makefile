@@ -4,11 +4,16 @@ BIN      ?= bin/agentd
 PKGS     := ./...
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: build test test-go test-editors bench lint clean
+.PHONY: build test test-go test-editors bench lint clean vsix
 
 build:
 	$(GO) build -o $(BIN) ./cmd/agentd
 	$(GO) build -o $(dir $(BIN))agentd-sandbox ./cmd/agentd-sandbox
+
+# vsix builds a platform-specific VS Code extension (this machine's platform, e.g. linux-x64)
+# that bundles bin/agentd and bin/agentd-sandbox: editors/vscode/dist/agentd-<target>.vsix.
+vsix: build
+	cd editors/vscode && node scripts/package-platform.mjs --bin $(abspath $(dir $(BIN)))
 
 # test runs every test: Go (with the race detector) and, when their tools are installed, the
 # editor end-to-end suites.

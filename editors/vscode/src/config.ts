@@ -5,6 +5,8 @@ export type CommandApprovalStyle = "notification" | "modal";
 
 export interface Config {
 	path: string;
+	/** agentd.path was set by the user (else the bundled daemon is used when the extension has one). */
+	pathSet: boolean;
 	serverArgs: string[];
 	model: string;
 	ollamaHost: string;
@@ -17,8 +19,11 @@ export interface Config {
 
 export function readConfig(): Config {
 	const c = vscode.workspace.getConfiguration("agentd");
+	const i = c.inspect<string>("path");
+	const set = i?.workspaceFolderValue ?? i?.workspaceValue ?? i?.globalValue;
 	return {
 		path: c.get<string>("path", "agentd") || "agentd",
+		pathSet: typeof set === "string" && set !== "",
 		serverArgs: c.get<string[]>("serverArgs", []) ?? [],
 		model: c.get<string>("model", "") ?? "",
 		ollamaHost: c.get<string>("ollamaHost", "") ?? "",

@@ -3,7 +3,10 @@ import * as fs from "node:fs";
 import * as vscode from "vscode";
 import { ChatViewProvider } from "./chat/view";
 import { RESTART_SETTINGS } from "./config";
+import { bundledDaemon } from "./daemon/args";
 import { DaemonClient } from "./daemon/client";
+import { registerDiagnostics } from "./diagnostics";
+import { ChangesView } from "./review/changes";
 import { ReviewManager } from "./review/manager";
 import { SessionController } from "./session";
 import { StatusBar } from "./status";
@@ -26,6 +29,8 @@ export interface Stats {
 	connection: string;
 	sessionId?: string;
 	items: number;
+	/** The Changes view: refreshes done, turns listed at the last one, undos sent. */
+	changes: { refreshes: number; turns: number; undos: number };
 }
 
 export function activate(context: vscode.ExtensionContext) {
@@ -37,9 +42,11 @@ export function activate(context: vscode.ExtensionContext) {
 	const trace = vscode.window.createOutputChannel("agentd (protocol trace)");
 	const daemon = new DaemonClient(log, trace, version);
 	daemonRef = daemon;
+	daemon.bundledPath = bundledDaemon(context.extensionPath);
 	const session = new SessionController(daemon, context.workspaceState, log);
 	const reviews = new ReviewManager(daemon, log);
 	const chat = new ChatViewProvider(context.extensionUri, session, reviews, log);
+	const changes = new ChangesView(daemon, session, log);
 	const status = new StatusBar(session);
 
 	context.subscriptions.push(
@@ -48,6 +55,7 @@ export function activate(context: vscode.ExtensionContext) {
 		daemon,
 		session,
 		reviews,
+		changes,
 		chat,
 		status,
 		vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }),
@@ -60,6 +68,7 @@ export function activate(context: vscode.ExtensionContext) {
 		session.onSessionChanged((id) => reviews.retainSession(id)),
 	);
 
+	context.subscriptions.push(registerDiagnostics(daemon));
 	activateTestMode(context, log);
 	const cmd = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(registerCommand(id, fn, log));
 	cmd("agentd.focusChat", () => chat.reveal(true));
@@ -105,6 +114,7 @@ export function activate(context: vscode.ExtensionContext) {
 		connection: daemon.connectionState.kind,
 		sessionId: session.sessionId,
 		items: session.chatState.items.length,
+		changes: { ...changes.stats },
 	});
 	cmd("agentd._stats", async (): Promise<Stats> => stats());
 	// The end-to-end tests read the numbers from a file (AGENTD_VSCODE_STATS), as they cannot

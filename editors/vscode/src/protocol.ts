@@ -25,11 +25,15 @@ export const Method = {
 	GrantList: "grant/list",
 	GrantRevoke: "grant/revoke",
 	DaemonStatus: "daemon/status",
+	TurnList: "turn/list",
+	TurnChanges: "turn/changes",
+	TurnUndo: "turn/undo",
 	// Server → client.
 	SessionUpdate: "session/update",
 	ReviewRequested: "review/requested",
 	ReviewResolved: "review/resolved",
 	DocumentSave: "document/save",
+	DocumentDiagnostics: "document/diagnostics",
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -60,10 +64,14 @@ export const Methods: readonly MethodInfo[] = [
 	{ name: Method.GrantList, direction: "client→server", request: true },
 	{ name: Method.GrantRevoke, direction: "client→server", request: true },
 	{ name: Method.DaemonStatus, direction: "client→server", request: true },
+	{ name: Method.TurnList, direction: "client→server", request: true },
+	{ name: Method.TurnChanges, direction: "client→server", request: true },
+	{ name: Method.TurnUndo, direction: "client→server", request: true },
 	{ name: Method.SessionUpdate, direction: "server→client", request: false },
 	{ name: Method.ReviewRequested, direction: "server→client", request: false },
 	{ name: Method.ReviewResolved, direction: "server→client", request: false },
 	{ name: Method.DocumentSave, direction: "server→client", request: true },
+	{ name: Method.DocumentDiagnostics, direction: "server→client", request: true },
 ];
 
 /** JSON-RPC error codes of docs/protocol.md §8. */
@@ -107,6 +115,8 @@ export interface InitializationOptions {
 	client?: string;
 	reviews: boolean;
 	documentSave?: boolean;
+	/** The editor answers document/diagnostics (see DocumentDiagnosticsParams). */
+	diagnostics?: boolean;
 	model?: string;
 	approvalMode?: string;
 	ollamaHost?: string;
@@ -475,6 +485,24 @@ export interface DocumentSaveResult {
 	saved: boolean;
 }
 
+// ---- document/diagnostics (server → client) ----
+
+export interface DocumentDiagnosticsParams {
+	uri: string;
+	version?: number;
+	settleMs: number;
+}
+export interface DocumentDiagnostic {
+	line: number;
+	character: number;
+	severity: string;
+	message: string;
+	source?: string;
+}
+export interface DocumentDiagnosticsResult {
+	diagnostics: DocumentDiagnostic[];
+}
+
 /** Params and result type of every request, so `request()` call sites are checked. */
 export interface RequestTypes {
 	"session/new": [SessionNewParams, SessionNewResult];
@@ -492,5 +520,74 @@ export interface RequestTypes {
 	"grant/list": [GrantListParams, GrantListResult];
 	"grant/revoke": [GrantRevokeParams, GrantRevokeResult];
 	"daemon/status": [DaemonStatusParams, DaemonStatusResult];
+	"turn/list": [TurnListParams, TurnListResult];
+	"turn/changes": [TurnChangesParams, TurnChangesResult];
+	"turn/undo": [TurnUndoParams, TurnUndoResult];
 }
 export type ClientRequest = keyof RequestTypes;
+
+// ---- A turn's changes, after the fact (turn/list, turn/changes, turn/undo) ----
+export interface TurnListParams {
+	sessionId: string;
+}
+
+export interface TurnSummary {
+	turnId: string;
+	/** The first line of the turn's prompt (≤ 80 characters). */
+	prompt: string;
+	createdAt: string;
+	/** The number of files the turn changed. */
+	files: number;
+	reverted: boolean;
+}
+
+export interface TurnListResult {
+	turns: TurnSummary[];
+}
+
+export interface TurnChangesParams {
+	sessionId: string;
+	/** Omitted: the newest turn that changed files and is not reverted. */
+	turnId?: string;
+}
+
+export interface TurnHunk {
+	id: string;
+	header: string;
+	oldStart: number;
+	oldLines: number;
+	newStart: number;
+	newLines: number;
+}
+
+export type TurnFileStatus = "modified" | "created" | "deleted";
+
+export interface TurnChange {
+	path: string;
+	uri: string;
+	status: TurnFileStatus | string;
+	/** Unified diff from the turn's checkpoint (pre-image) to what the turn left, or to the current content when changedSince. */
+	diff: string;
+	hunks: TurnHunk[];
+	/** The file changed since the turn: undo skips it. */
+	changedSince: boolean;
+	/** When changedSince: why undo will skip the file. */
+	reason?: string;
+}
+
+export interface TurnChangesResult {
+	turnId: string;
+	files: TurnChange[];
+}
+
+export interface TurnUndoParams {
+	sessionId: string;
+	turnId: string;
+	files?: string[];
+	hunks?: Record<string, string[]>;
+}
+
+export interface TurnUndoResult {
+	undone: string[];
+	skipped: RevertSkip[];
+}

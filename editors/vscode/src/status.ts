@@ -57,6 +57,7 @@ export class StatusBar implements vscode.Disposable {
 				md.appendMarkdown(`**agentd** ${c.version ?? ""} · sandbox: ${c.sandbox || "none"}\n\n`);
 				md.appendMarkdown(`Model: [${model}](command:agentd.pickModel) · Mode: [${s.approvalMode}](command:agentd.pickMode)\n\n`);
 				if (s.session) md.appendMarkdown(`Session: ${escape(s.session.title)}\n\n`);
+				if (s.session?.instructions) md.appendText(`Using ${instructionsLabel(s.session.instructions)}\n\n`);
 				if (s.usage) md.appendMarkdown(`Context: ${s.usage.contextPercent}% of ${s.usage.contextLength.toLocaleString("en-US")} tokens\n\n`);
 				md.appendMarkdown("Click to open the chat.");
 				break;
@@ -76,4 +77,10 @@ function trim(s: string, n: number): string {
 
 function escape(s: string): string {
 	return s.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, "\\$&");
+}
+
+/** "AGENTS.md (1.2 KB)", as `agentd run` prints it. */
+export function instructionsLabel(i: { path: string; bytes: number; truncated: boolean }): string {
+	const size = i.bytes < 1024 ? `${i.bytes} B` : `${(i.bytes / 1024).toFixed(1)} KB`;
+	return `${i.path} (${size}${i.truncated ? ", truncated to 8 KB" : ""})`;
 }

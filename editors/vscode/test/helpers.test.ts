@@ -5,7 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { applyTextEdits } from "../src/review/apply";
 import { commandLine, relativeTo, sandboxLabel } from "../src/review/format";
-import { backoffDelay, missingBinaryMessage, resolveExecutable, serverArgs, withFix } from "../src/daemon/args";
+import { backoffDelay, BUNDLED_DIR, bundledDaemon, daemonCommand, missingBinaryMessage, resolveExecutable, serverArgs, withFix } from "../src/daemon/args";
 
 test("applyTextEdits applies LSP edits (UTF-16 columns, any order, CRLF)", () => {
 	const text = "a\r\nb😀c\nd\n";
@@ -73,4 +73,22 @@ test("the daemon is found on PATH or at a path; a missing one gets a message wit
 	assert.deepEqual(serverArgs(undefined), ["connect"]);
 	assert.deepEqual(serverArgs(["serve", "--stdio"]), ["serve", "--stdio"]);
 	assert.equal(withFix("Ollama is not running.", "start it with `ollama serve`"), "Ollama is not running. Fix: start it with `ollama serve`");
+});
+
+test("the bundled daemon is used only when agentd.path is not set", () => {
+	const ext = fs.mkdtempSync(path.join(os.tmpdir(), "agentd-ext-"));
+	try {
+		assert.equal(bundledDaemon(ext), undefined, "no server/ directory: no bundled daemon");
+		fs.mkdirSync(path.join(ext, BUNDLED_DIR));
+		const bin = path.join(ext, BUNDLED_DIR, "agentd");
+		fs.writeFileSync(bin, "#!/bin/sh\n", { mode: 0o644 });
+		assert.equal(bundledDaemon(ext), undefined, "a bundled file that is not executable is not used");
+		fs.chmodSync(bin, 0o755);
+		assert.equal(bundledDaemon(ext), bin);
+		assert.equal(daemonCommand({ path: "agentd", pathSet: false }, bin), bin);
+		assert.equal(daemonCommand({ path: "/opt/agentd", pathSet: true }, bin), "/opt/agentd");
+		assert.equal(daemonCommand({ path: "agentd", pathSet: false }, undefined), "agentd");
+	} finally {
+		fs.rmSync(ext, { recursive: true, force: true });
+	}
 });

@@ -38,6 +38,24 @@ export function resolveExecutable(cmd: string, env: NodeJS.ProcessEnv = process.
 	return undefined;
 }
 
+/** Where a platform-specific .vsix carries the daemon and its sandbox helper (`make vsix`). */
+export const BUNDLED_DIR = "server";
+
+/** The bundled daemon of an extension installed from a platform-specific .vsix, if it has one. */
+export function bundledDaemon(extensionPath: string | undefined): string | undefined {
+	if (!extensionPath) return undefined;
+	return resolveExecutable(path.join(extensionPath, BUNDLED_DIR, process.platform === "win32" ? "agentd.exe" : "agentd"));
+}
+
+/**
+ * The daemon to start: agentd.path when the user set it, else the daemon bundled in the
+ * extension, else `agentd` on PATH (as rust-analyzer does with its server).
+ */
+export function daemonCommand(configured: { path: string; pathSet: boolean }, bundled: string | undefined): string {
+	if (configured.pathSet) return configured.path;
+	return bundled ?? configured.path;
+}
+
 /** The argv to start the daemon with: `agentd connect` (shared daemon), or what the user set. */
 export function serverArgs(configured: readonly string[] | undefined): string[] {
 	return configured && configured.length ? [...configured] : ["connect"];

@@ -28,7 +28,7 @@ import {
 	type ServerInfo,
 	type SessionUpdateParams,
 } from "../protocol";
-import { backoffDelay, FALLBACK_ARGS, MAX_RESTARTS, missingBinaryMessage, resolveExecutable, serverArgs, STABLE_MS } from "./args";
+import { backoffDelay, daemonCommand, FALLBACK_ARGS, MAX_RESTARTS, missingBinaryMessage, resolveExecutable, serverArgs, STABLE_MS } from "./args";
 
 export type ConnectionState =
 	| { kind: "starting" }
@@ -66,6 +66,10 @@ export class DaemonClient implements vscode.Disposable {
 	/** The daemon's work-done progress (a running turn), by token: the message it last reported. */
 	private readonly progress = new Map<string, { next: () => void; params: { kind: string; message?: string }; message?: string }>();
 	private waiting = false;
+	/** Server → client requests answered by other modules (diagnostics.ts), registered on every start. */
+	readonly requestHandlers = new Map<string, (params: unknown) => unknown>();
+	/** The daemon bundled in a platform-specific .vsix (used when agentd.path is not set). */
+	bundledPath: string | undefined;
 
 	/** Shows "Waiting for your review" in the turn's progress while reviews wait (and the daemon's message after). */
 	setWaiting(waiting: boolean): void {
@@ -112,11 +116,13 @@ export class DaemonClient implements vscode.Disposable {
 		this.retryTimer = undefined;
 		const gen = ++this.generation;
 		const cfg = readConfig();
-		const exe = resolveExecutable(cfg.path);
+		const cmd = daemonCommand(cfg, this.bundledPath);
+		const exe = resolveExecutable(cmd);
 		if (!exe) {
-			this.setState({ kind: "failed", message: missingBinaryMessage(cfg.path), fix: "Set agentd.path" });
+			this.setState({ kind: "failed", message: missingBinaryMessage(cmd), fix: "Set agentd.path" });
 			return;
 		}
+		this.log.info(`daemon: ${exe}${cmd === this.bundledPath ? " (bundled with the extension)" : ""}`);
 		this.setState({ kind: "starting" });
 		const t0 = Date.now();
 		const env: NodeJS.ProcessEnv = { ...process.env };
@@ -185,6 +191,7 @@ export class DaemonClient implements vscode.Disposable {
 		client.onNotification(Method.ReviewRequested, (p: ReviewRequestedParams) => this._onReviewRequested.fire(p));
 		client.onNotification(Method.ReviewResolved, (p: ReviewResolvedParams) => this._onReviewResolved.fire(p));
 		client.onRequest(Method.DocumentSave, (p: DocumentSaveParams) => saveDocument(p, this.log));
+		for (const [method, handler] of this.requestHandlers) client.onRequest(method, handler);
 		try {
 			await client.start();
 		} catch (err) {
@@ -220,6 +227,7 @@ export class DaemonClient implements vscode.Disposable {
 			client: `${CLIENT_NAME} ${this.version}`,
 			reviews: true,
 			documentSave: true,
+			diagnostics: this.requestHandlers.has(Method.DocumentDiagnostics),
 		};
 		if (cfg.model) o.model = cfg.model;
 		if (cfg.approvalMode) o.approvalMode = cfg.approvalMode;

@@ -29,6 +29,14 @@ import { commandLine, relativeTo, sandboxLabel } from "./format";
 import { anchorsOf, decisionFor, hunkAt, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
+/** The left side of the review's diff: the buffer's text when the diff opened, read-only, undecorated. */
+export const ORIGINAL_SCHEME = "agentd-original";
+
+/** The review a proposed (or original) document shows, from its query. */
+function reviewOf(uri: vscode.Uri): string | undefined {
+	if (uri.scheme !== PROPOSED_SCHEME && uri.scheme !== ORIGINAL_SCHEME) return undefined;
+	return new URLSearchParams(uri.query).get("review") ?? undefined;
+}
 
 interface Entry {
 	params: ReviewRequestedParams;
@@ -99,22 +107,33 @@ export class ReviewManager implements vscode.Disposable {
 		private readonly daemon: DaemonClient,
 		private readonly log: vscode.LogOutputChannel,
 	) {
+		// Theme colours only (the diff editor's own): high-contrast themes give the diff line
+		// backgrounds no colour and draw text borders instead, so both are set.
 		this.removedType = vscode.window.createTextEditorDecorationType({
 			isWholeLine: true,
 			backgroundColor: new vscode.ThemeColor("diffEditor.removedLineBackground"),
+			borderColor: new vscode.ThemeColor("diffEditor.removedTextBorder"),
+			borderStyle: "dashed",
+			borderWidth: "1px",
 			textDecoration: "line-through",
 			overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.deletedForeground"),
 			overviewRulerLane: vscode.OverviewRulerLane.Left,
 		});
+		// The proposed text in the editor's own foreground on the inserted-line background (a
+		// git colour on a diff background read as olive on tan in Light Modern).
 		this.ghostType = vscode.window.createTextEditorDecorationType({
 			after: {
-				color: new vscode.ThemeColor("gitDecoration.addedResourceForeground"),
-				backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+				color: new vscode.ThemeColor("editor.foreground"),
+				backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
+				border: "1px solid",
+				borderColor: new vscode.ThemeColor("diffEditor.insertedTextBorder"),
 				margin: "0 0 0 1.5em",
 			},
 			before: {
-				color: new vscode.ThemeColor("gitDecoration.addedResourceForeground"),
-				backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+				color: new vscode.ThemeColor("editor.foreground"),
+				backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
+				border: "1px solid",
+				borderColor: new vscode.ThemeColor("diffEditor.insertedTextBorder"),
 			},
 			overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
 			overviewRulerLane: vscode.OverviewRulerLane.Left,
@@ -139,6 +158,9 @@ export class ReviewManager implements vscode.Disposable {
 		this.addedType = vscode.window.createTextEditorDecorationType({
 			isWholeLine: true,
 			backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
+			borderColor: new vscode.ThemeColor("diffEditor.insertedTextBorder"),
+			borderStyle: "dashed",
+			borderWidth: "1px",
 		});
 		this.statusItem = vscode.window.createStatusBarItem("agentd.reviews", vscode.StatusBarAlignment.Left, 1000);
 		this.statusItem.name = "agentd reviews";
@@ -169,6 +191,9 @@ export class ReviewManager implements vscode.Disposable {
 				onDidChange: this.proposedEmitter.event,
 				provideTextDocumentContent: (uri) => this.proposedText(uri),
 			}),
+			vscode.workspace.registerTextDocumentContentProvider(ORIGINAL_SCHEME, {
+				provideTextDocumentContent: (uri) => this.originalText(uri),
+			}),
 			vscode.window.createTreeView("agentd.reviews", { treeDataProvider: this.treeProvider(), showCollapseAll: false }),
 			daemon.onDidChangeState((s) => {
 				// The daemon rejects reviews whose editor went away; forget them locally too.
@@ -185,8 +210,10 @@ export class ReviewManager implements vscode.Disposable {
 	/** Edit reviews for `uri`, in arrival order. */
 	private entriesFor(uri: vscode.Uri): Entry[] {
 		const out: Entry[] = [];
+		const review = uri.scheme === PROPOSED_SCHEME ? reviewOf(uri) : undefined;
 		for (const e of this.entries.values()) {
-			if (e.uri && (sameUri(e.uri, uri) || sameUri(this.displayUri(e), uri))) out.push(e);
+			if (!e.uri) continue;
+			if (review !== undefined ? e.params.reviewId === review : sameUri(e.uri, uri) || sameUri(this.displayUri(e), uri)) out.push(e);
 		}
 		return out;
 	}
@@ -251,6 +278,7 @@ export class ReviewManager implements vscode.Disposable {
 		const e = this.entries.get(reviewId);
 		if (!e) return;
 		this.entries.delete(reviewId);
+		this.closeReviewTabs(reviewId);
 		e.closeToast?.();
 		e.closeToast = undefined;
 		this._onLink.fire({ callId: e.params.callId, reviewId: undefined });
@@ -449,6 +477,8 @@ export class ReviewManager implements vscode.Disposable {
 				for (let n = 0; n < doc.lineCount; n++) added.push({ range: line(n) });
 				continue;
 			}
+			// The proposed side of the review's diff: the diff editor shows the changes itself.
+			if (doc.uri.scheme === PROPOSED_SCHEME) continue;
 			const plan = planDecorations(file.hunks, e.anchors, e.states, { lineCount: doc.lineCount, tabSize });
 			const hover = new Map(file.hunks.map((h) => [h.id, this.hoverFor(e, h.id)]));
 			const firstOf = new Set<string>();
@@ -524,8 +554,12 @@ export class ReviewManager implements vscode.Disposable {
 					tooltip: decided ? "The pending hunks are rejected, the accepted ones applied; the model reads the reason" : "The model reads the reason",
 				}),
 			);
-			out.push(new vscode.CodeLens(top, { title: "Diff", command: "agentd.review.showDiff", arguments: [id], tooltip: "Open the proposed file side by side" }));
+			if (doc.uri.scheme !== PROPOSED_SCHEME) out.push(new vscode.CodeLens(top, { title: "Diff", command: "agentd.review.showDiff", arguments: [id], tooltip: "Open the proposed file side by side" }));
 			if (file.created) continue;
+			if (doc.uri.scheme === PROPOSED_SCHEME) {
+				out.push(...this.proposedLenses(e, doc));
+				continue;
+			}
 			const plan = planDecorations(file.hunks, e.anchors, e.states, { lineCount: doc.lineCount });
 			plan.lenses.forEach((l, i) => {
 				const range = new vscode.Range(l.line, 0, l.line, 0);
@@ -546,6 +580,29 @@ export class ReviewManager implements vscode.Disposable {
 				}
 			});
 		}
+		return out;
+	}
+
+	/** The hunk lenses of the diff's proposed side: at each hunk's place in the proposed text. */
+	private proposedLenses(e: Entry, doc: vscode.TextDocument): vscode.CodeLens[] {
+		const out: vscode.CodeLens[] = [];
+		const file = e.params.file!;
+		const n = file.hunks.length;
+		const id = e.params.reviewId;
+		file.hunks.forEach((h, i) => {
+			const l = Math.max(0, Math.min(proposedLine(h), doc.lineCount - 1));
+			const range = new vscode.Range(l, 0, l, 0);
+			const label = n > 1 ? `hunk ${i + 1}/${n}` : "hunk";
+			const state = e.states.get(h.id) ?? "pending";
+			if (state === "pending") {
+				out.push(new vscode.CodeLens(range, { title: `$(check) Accept ${label} ${KEYS.accept}`, command: "agentd.review.acceptHunk", arguments: [id, h.id], tooltip: KEYS.accept }));
+				out.push(new vscode.CodeLens(range, { title: `$(close) Reject ${KEYS.reject}`, command: "agentd.review.rejectHunk", arguments: [id, h.id], tooltip: KEYS.reject }));
+			} else {
+				const waiting = this.pendingCount(e);
+				out.push(new vscode.CodeLens(range, { title: `${state === "accepted" ? "$(check) Accepted" : "$(close) Rejected"} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`, command: "" }));
+				out.push(new vscode.CodeLens(range, { title: `$(discard) Undo ${KEYS.undo}`, command: "agentd.review.undoHunk", arguments: [id, h.id], tooltip: KEYS.undo }));
+			}
+		});
 		return out;
 	}
 
@@ -589,6 +646,22 @@ export class ReviewManager implements vscode.Disposable {
 		}
 	}
 
+	private async originalText(uri: vscode.Uri): Promise<string> {
+		const e = this.entries.get(reviewOf(uri) ?? "");
+		if (!e?.uri) return "";
+		try {
+			return (await vscode.workspace.openTextDocument(e.uri)).getText();
+		} catch (err) {
+			return `agentd: could not read the file: ${errorMessage(err)}`;
+		}
+	}
+
+	/**
+	 * The review's diff: the file as it is (a read-only copy, without agentd's decorations) on the
+	 * left, the proposed file on the right, with the same actions as inline (a lens per hunk, the
+	 * file's Accept all / Reject all / Reject with reason… lenses and title actions, the keys). It
+	 * closes when the review is settled, here or anywhere else.
+	 */
 	async showDiff(reviewId?: string): Promise<void> {
 		const e = this.pick(reviewId);
 		if (!e?.params.file) return;
@@ -599,7 +672,21 @@ export class ReviewManager implements vscode.Disposable {
 			await vscode.window.showTextDocument(right, { preview: true });
 			return;
 		}
-		await vscode.commands.executeCommand("vscode.diff", e.uri, right, `${file.path} ↔ proposed by agentd (${e.params.reviewId})`, { preview: true });
+		const left = vscode.Uri.from({ scheme: ORIGINAL_SCHEME, path: "/" + file.path, query: `review=${e.params.reviewId}` });
+		await vscode.commands.executeCommand("vscode.diff", left, right, `${file.path} ↔ proposed by agentd`, { preview: true });
+	}
+
+	/** Closes the editors that show a settled review's proposal (its diff, a new file's preview). */
+	private closeReviewTabs(reviewId: string): void {
+		const tabs: vscode.Tab[] = [];
+		for (const g of vscode.window.tabGroups.all) {
+			for (const t of g.tabs) {
+				const input = t.input;
+				const uris = input instanceof vscode.TabInputTextDiff ? [input.original, input.modified] : input instanceof vscode.TabInputText ? [input.uri] : [];
+				if (uris.some((u) => reviewOf(u) === reviewId)) tabs.push(t);
+			}
+		}
+		if (tabs.length) void Promise.resolve(vscode.window.tabGroups.close(tabs, true)).catch((err: unknown) => this.log.warn(`closing the review's diff: ${errorMessage(err)}`));
 	}
 
 	// ---- deciding ----
@@ -629,8 +716,11 @@ export class ReviewManager implements vscode.Disposable {
 		if (!e || !e.params.file) return {};
 		if (!hunkId) {
 			const ed = vscode.window.activeTextEditor;
-			const line = ed && sameUri(ed.document.uri, this.displayUri(e)) ? ed.selection.active.line : 0;
-			hunkId = hunkAt(e.anchors, e.states, line);
+			if (ed && ed.document.uri.scheme === PROPOSED_SCHEME && !e.params.file.created) hunkId = proposedHunkAt(e, ed.selection.active.line);
+			else {
+				const line = ed && sameUri(ed.document.uri, this.displayUri(e)) ? ed.selection.active.line : 0;
+				hunkId = hunkAt(e.anchors, e.states, line);
+			}
 		}
 		return { e, hunkId };
 	}
@@ -689,6 +779,15 @@ export class ReviewManager implements vscode.Disposable {
 
 	private moveToNextHunk(e: Entry): void {
 		const ed = vscode.window.activeTextEditor;
+		if (ed && ed.document.uri.scheme === PROPOSED_SCHEME && reviewOf(ed.document.uri) === e.params.reviewId) {
+			const next = proposedHunkAt(e, ed.selection.active.line);
+			const h = e.params.file?.hunks.find((x) => x.id === next);
+			if (!h) return;
+			const pos = new vscode.Position(Math.max(0, Math.min(proposedLine(h), ed.document.lineCount - 1)), 0);
+			ed.selection = new vscode.Selection(pos, pos);
+			ed.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+			return;
+		}
 		if (!ed || !sameUri(ed.document.uri, e.uri!)) return;
 		const next = hunkAt(e.anchors, e.states, ed.selection.active.line);
 		const a = e.anchors.find((x) => x.id === next);
@@ -1013,6 +1112,18 @@ export class ReviewManager implements vscode.Disposable {
 interface TreeNode {
 	reviewId: string;
 	hunkId?: string;
+}
+
+/** A hunk's first line in the proposed text (0-based; a pure deletion: the line after it). */
+function proposedLine(h: { newStart: number; newLines: number }): number {
+	return h.newLines === 0 ? h.newStart : h.newStart - 1;
+}
+
+/** In the proposed text: the pending hunk at `line`, else the next pending one below, else the first. */
+function proposedHunkAt(e: Entry, line: number): string | undefined {
+	const pending = (e.params.file?.hunks ?? []).filter((h) => (e.states.get(h.id) ?? "pending") === "pending");
+	const at = pending.find((h) => line >= proposedLine(h) && line <= proposedLine(h) + Math.max(h.newLines, 1) - 1);
+	return (at ?? pending.find((h) => proposedLine(h) >= line) ?? pending[0])?.id;
 }
 
 function where(rel: string): string {

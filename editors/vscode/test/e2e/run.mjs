@@ -35,6 +35,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import readline from "node:readline";
 import { createRequire } from "node:module";
+import { buildFixture, diagnosticsScenario } from "./diagnostics.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -1018,6 +1019,89 @@ async function multilineScenario({ page, chat, fake, data }) {
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 }
 
+/** The review's diff is a review surface: the proposed side carries the hunk actions, the left side no decorations; it closes when settled. */
+async function diffReviewScenario({ page, chat, fake }) {
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	await palette(page, "View: Close All Editors");
+	await fakeReset(fake, scripts.review);
+	await newSession(chat);
+	await send(chat, "Please fix the double discount in cart.go");
+	await editorTab(page, "cart.go");
+	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 });
+	await page.locator(".codelens-decoration a").filter({ hasText: /^\s*Diff\s*$/ }).first().click();
+	const diff = page.locator(".editor-group-container.active .monaco-diff-editor").first();
+	await diff.waitFor({ timeout: 20000 });
+	const modified = diff.locator(".editor.modified");
+	const original = diff.locator(".editor.original");
+	await modified.locator(".codelens-decoration a", { hasText: "Accept hunk 1/2" }).waitFor({ timeout: 20000 });
+	await original.locator(".view-line", { hasText: "total -= c.Discount" }).first().waitFor({ timeout: 20000 });
+	const struck = await original.evaluate((el) => [...el.querySelectorAll(".view-line span span")].some((sp) => getComputedStyle(sp).textDecorationLine.includes("line-through")));
+	if (struck) throw new Error("the diff's left (read-only) side carries agentd's review decorations");
+	const leftLenses = await original.locator(".codelens-decoration").count();
+	if (leftLenses) throw new Error(`the diff's left side has ${leftLenses} agentd lens(es)`);
+	await themedShots(page, "22-review-diff");
+	await modified.locator(".codelens-decoration a", { hasText: "Accept hunk 1/2" }).click();
+	await modified.locator(".codelens-decoration", { hasText: "Accepted — waiting for 1 more hunk" }).waitFor({ timeout: 10000 });
+	await modified.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject Ctrl\+Alt\+N\s*$/ }).first().click();
+	await waitFor("cart.go on disk with exactly the accepted hunk (decided in the diff)", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART_ACCEPTED, 20000);
+	await waitFor("the review's diff closed once settled", async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0);
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+}
+
+/** The Changes view of the Changes pane. */
+function changesPane(page) {
+	return page.locator(".pane").filter({ has: page.locator(".pane-header", { hasText: /^\s*changes/i }) });
+}
+
+/** A turn's changes after the fact: the tree (turn → file → hunks), the diff against the checkpoint, undo a hunk, then the file. */
+async function changesScenario({ page, chat, fake }) {
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	await palette(page, "View: Close All Editors");
+	await fakeReset(fake, scripts.review);
+	await newSession(chat);
+	// The view is open before the turn: it refreshes by itself when the turn ends.
+	await palette(page, "agentd: Show a Turn's Changes");
+	const pane = changesPane(page);
+	await pane.locator(".monaco-list-row", { hasText: /No session yet|No turn has changed files/ }).waitFor({ timeout: 20000 });
+	await send(chat, "Please fix the double discount in cart.go");
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").first().click();
+	await waitFor("cart.go written with both hunks", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8").includes("items, not quantities"), 20000);
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	const turnRow = pane.locator(".monaco-list-row[aria-level='1']", { hasText: "fix the double discount" });
+	await turnRow.waitFor({ timeout: 20000 });
+	const fileRow = pane.locator(".monaco-list-row[aria-level='2']", { hasText: "cart.go" });
+	await fileRow.waitFor({ timeout: 20000 });
+	if (!/modified/.test(await fileRow.innerText())) throw new Error(`the file row does not say modified: ${await fileRow.innerText()}`);
+	// Opening the file shows its diff against the turn's checkpoint: the pre-image on the left.
+	await fileRow.click();
+	await editorTab(page, "(before");
+	const diff = page.locator(".editor-group-container.active .monaco-diff-editor").first();
+	await waitFor("the pre-image on the left (the discount subtracted twice)", async () => (await diff.locator(".editor.original .view-line", { hasText: "total -= c.Discount" }).count()) === 2, 20000);
+	await themedShots(page, "23-turn-changes");
+	// Undo the second hunk only.
+	const twistie = fileRow.locator(".monaco-tl-twistie.collapsible.collapsed");
+	if (await twistie.count()) await twistie.click();
+	const hunkRow = pane.locator(".monaco-list-row", { hasText: "hunk 2/2" });
+	await hunkRow.waitFor({ timeout: 10000 });
+	await hunkRow.hover();
+	await hunkRow.locator(".action-label[aria-label^='Undo This Hunk']").click();
+	await waitFor("cart.go without the undone hunk, with the other", () => {
+		const t = fs.readFileSync(path.join(WS, "cart.go"), "utf8");
+		return !t.includes("items, not quantities") && t === CART_ACCEPTED;
+	}, 20000);
+	await page.locator(".notifications-toasts .notification-list-item", { hasText: "restored cart.go" }).first().waitFor({ timeout: 10000 });
+	// Then the rest of the file.
+	const fileRow2 = pane.locator(".monaco-list-row[aria-level='2']", { hasText: "cart.go" }).first();
+	await fileRow2.waitFor({ timeout: 20000 });
+	await fileRow2.hover();
+	await fileRow2.locator(".action-label[aria-label^=\"Undo This File\"]").click();
+	await waitFor("cart.go restored to its pre-image", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART, 20000);
+	await palette(page, "Notifications: Clear All Notifications");
+	await palette(page, "View: Close All Editors");
+}
+
 async function approvalsScenario({ page, chat, fake, data }) {
 	await fakeReset(fake, scripts.approvals);
 	await newSession(chat);
@@ -1510,6 +1594,8 @@ async function main() {
 	const installed = fs.readdirSync(ext).find((d) => d.startsWith(`${EXT_ID}-`));
 	if (!installed) throw new Error(`the extension is not in ${ext} after --install-extension`);
 	extInstallDir = path.join(ext, installed);
+	// The gopls client fixture (test/e2e/diagnostics.mjs): a real language server for the diagnostics scenario.
+	execFileSync(CS_BIN, ["--config", path.join(RUN, "config.yaml"), "--user-data-dir", data, "--extensions-dir", ext, "--install-extension", buildFixture(path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", ".."), RUN)], { env: csEnv, stdio: ["ignore", "pipe", "pipe"] });
 	const cs = startGroup(
 		CS_BIN,
 		[
@@ -1574,10 +1660,13 @@ async function main() {
 			["multiline", multilineScenario],
 			["approvals", approvalsScenario],
 			["keyboard", keyboardScenario],
+			["diffReview", diffReviewScenario],
+			["changes", changesScenario],
 			["resume", resumeScenario],
 			// The turn fails on purpose: its error notification is expected.
 			["failure", failureScenario, { expect: [/model '[^']+' not found/] }],
 			["dirtyBuffer", dirtyBufferScenario],
+			["diagnostics", (c) => diagnosticsScenario(c, { WS, models, palette, openFile, newSession, send, fakeReset, fakeRequests, waitFor, lens, say })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
 		}
