@@ -48,6 +48,10 @@ type Checkpoints struct {
 
 	mu  sync.Mutex
 	cur *manifest // the turn begun last; nil before Begin
+	// dirty: cur holds post-images not yet saved. Each is covered by a durable intent record
+	// (Intend), so a crash before the save loses nothing Revert needs; the manifest is saved with
+	// the next change, at the turn's end, or before Turns reads the manifests.
+	dirty bool
 }
 
 // CheckpointOptions tune Checkpoints. Every field is optional.
@@ -119,6 +123,9 @@ type manifest struct {
 	Updated  time.Time     `json:"updated"`
 	Files    []*fileRecord `json:"files"`
 	Reverted *RevertResult `json:"reverted,omitzero"`
+	// IntentLog is how many records of the turn's intent log (<turn>.intents, see Intend) this
+	// manifest already accounts for; loading merges the later ones into Intended.
+	IntentLog int `json:"intentLog,omitzero"`
 }
 
 const manifestVersion = 1
@@ -175,6 +182,7 @@ func (c *Checkpoints) Begin(turnID string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.flushLocked()
 	m, err := c.loadManifest(turnID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -199,10 +207,26 @@ func (c *Checkpoints) Begin(turnID string) error {
 // Observe begins a turn's checkpoint on agent.TurnStart; feed it the session's events (or call
 // Begin yourself).
 func (c *Checkpoints) Observe(e agent.Event) {
-	if ts, ok := e.(agent.TurnStart); ok {
-		if err := c.Begin(ts.TurnID); err != nil {
-			c.st.log.Error("store: cannot begin a turn's checkpoint", "session", c.session, "turn", ts.TurnID, "err", err)
+	switch e := e.(type) {
+	case agent.TurnStart:
+		if err := c.Begin(e.TurnID); err != nil {
+			c.st.log.Error("store: cannot begin a turn's checkpoint", "session", c.session, "turn", e.TurnID, "err", err)
 		}
+	case agent.TurnEnd:
+		c.mu.Lock()
+		c.flushLocked()
+		c.mu.Unlock()
+	}
+}
+
+// flushLocked saves the current manifest if it holds unsaved post-images. c.mu is held. A failure
+// is logged: the intent log still covers those files.
+func (c *Checkpoints) flushLocked() {
+	if !c.dirty || c.cur == nil {
+		return
+	}
+	if err := c.saveManifest(c.cur); err != nil {
+		c.st.log.Warn("store: cannot save a turn's checkpoint manifest; its intent log covers it", "session", c.session, "turn", c.cur.Turn, "err", err)
 	}
 }
 
@@ -255,6 +279,12 @@ func (c *Checkpoints) BeforeWrite(absPath string) error {
 		// reverted again. Files already restored now count as unchanged.
 		m.Reverted = nil
 	}
+	// The intent log exists before the manifest naming the file is saved: the manifest's
+	// directory fsync makes both entries durable, so Intend needs one fsync per record.
+	if err := c.ensureIntentLog(m.Turn); err != nil {
+		m.Files = m.Files[:len(m.Files)-1]
+		return fmt.Errorf("store: save checkpoint: %w", err)
+	}
 	if err := c.saveManifest(m); err != nil {
 		m.Files = m.Files[:len(m.Files)-1]
 		return err
@@ -290,6 +320,17 @@ func (c *Checkpoints) AfterWrite(absPath string) error {
 		return nil
 	}
 	old, oldIntended := rec.Post, rec.Intended
+	if img.Exists && img.Other == "" && slices.Contains(rec.Intended, img.SHA256) {
+		// What is on disk is a content Intend recorded durably (in the intent log): Revert
+		// recognizes it even if this post-image is lost, so it is saved later, without an
+		// fsync of its own on every edit.
+		rec.Post, rec.Intended = &img, nil
+		c.dirty = m == c.cur
+		if !c.dirty {
+			return c.saveManifest(m)
+		}
+		return nil
+	}
 	rec.Post, rec.Intended = &img, nil
 	if err := c.saveManifest(m); err != nil {
 		rec.Post, rec.Intended = old, oldIntended
@@ -320,12 +361,88 @@ func (c *Checkpoints) Intend(absPath string, data []byte) error {
 	if rec == nil || rec.NotKept != "" || slices.Contains(rec.Intended, hash) {
 		return nil
 	}
-	rec.Intended = append(rec.Intended, hash)
-	if err := c.saveManifest(m); err != nil {
-		rec.Intended = rec.Intended[:len(rec.Intended)-1]
+	if err := c.appendIntent(m, p.Abs(), hash); err != nil {
 		return fmt.Errorf("store: record the new content of %s for revert: %w", p.Rel(), err)
 	}
+	rec.Intended = append(rec.Intended, hash)
 	return nil
+}
+
+// intentRecord is one line of a turn's intent log, checkpoints/<session>/<turn>.intents: the
+// file at Path is about to hold the content whose SHA-256 is Sum. The log is append-only; one
+// fsync makes a record durable (the file itself was made durable with the turn's manifest).
+// Each record is written as "\n" + JSON + "\n", so a record torn by a crash never glues onto the
+// next; lines that do not parse are skipped.
+type intentRecord struct {
+	Path string `json:"path"`
+	Sum  string `json:"sha256"`
+}
+
+func (c *Checkpoints) intentLogPath(turnID string) string {
+	return strings.TrimSuffix(c.manifestPath(turnID), ".json") + ".intents"
+}
+
+// ensureIntentLog creates the turn's intent log if it is missing; the caller makes the directory
+// entry durable (saveManifest fsyncs the directory).
+func (c *Checkpoints) ensureIntentLog(turnID string) error {
+	if err := os.MkdirAll(c.st.manifestDir(c.session), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(c.intentLogPath(turnID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// appendIntent appends one record to m's intent log and fsyncs it. A log that is missing (a
+// manifest written by an older agentd) is created and its directory fsynced.
+func (c *Checkpoints) appendIntent(m *manifest, abs, sum string) error {
+	b, err := json.Marshal(intentRecord{Path: abs, Sum: sum})
+	if err != nil {
+		return err
+	}
+	p := c.intentLogPath(m.Turn)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			err = syncDir(filepath.Dir(p))
+		}
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return err
+	}
+	defer f.Close()
+	line := append(append([]byte{'\n'}, b...), '\n')
+	if _, err := f.Write(line); err != nil {
+		return err
+	}
+	// Counted once written: a reader may see it even if the fsync fails.
+	m.IntentLog++
+	return f.Sync()
+}
+
+// readIntents returns the records of a turn's intent log (none when it does not exist).
+func (c *Checkpoints) readIntents(turnID string) ([]intentRecord, error) {
+	b, err := os.ReadFile(c.intentLogPath(turnID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []intentRecord
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		var r intentRecord
+		if len(line) == 0 || json.Unmarshal(line, &r) != nil || r.Path == "" || !isObjectName(r.Sum) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Middleware returns the kernel middleware that checkpoints write calls: for a call whose tool
@@ -376,6 +493,9 @@ func (c *Checkpoints) Middleware() agent.Middleware {
 // all left their files as they were, or went to editor buffers, is not listed). Pick the first
 // entry whose Reverted is nil to "revert the last turn".
 func (c *Checkpoints) Turns() ([]TurnInfo, error) {
+	c.mu.Lock()
+	c.flushLocked()
+	c.mu.Unlock()
 	dir := c.st.manifestDir(c.session)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -395,7 +515,7 @@ func (c *Checkpoints) Turns() ([]TurnInfo, error) {
 			c.st.log.Warn("store: skipping an unreadable checkpoint manifest", "path", filepath.Join(dir, name), "err", err)
 			continue
 		}
-		if !m.changedFiles() {
+		if !m.changedFiles() && m.Reverted == nil {
 			continue
 		}
 		ti := TurnInfo{ID: m.Turn, Created: m.Created, Reverted: m.Reverted}
@@ -666,6 +786,19 @@ func (c *Checkpoints) loadManifest(turnID string) (*manifest, error) {
 	if m.Turn != turnID {
 		return nil, fmt.Errorf("store: manifest %s is for turn %q", c.manifestPath(turnID), m.Turn)
 	}
+	// Contents recorded by Intend after the manifest was last saved.
+	intents, err := c.readIntents(turnID)
+	if err != nil {
+		return nil, err
+	}
+	if m.IntentLog < len(intents) {
+		for _, r := range intents[m.IntentLog:] {
+			if rec := m.file(r.Path); rec != nil && rec.NotKept == "" && !slices.Contains(rec.Intended, r.Sum) {
+				rec.Intended = append(rec.Intended, r.Sum)
+			}
+		}
+	}
+	m.IntentLog = len(intents)
 	return m, nil
 }
 
@@ -695,6 +828,9 @@ func (c *Checkpoints) saveManifest(m *manifest) error {
 	}
 	if err := writeFileAtomic(c.manifestPath(m.Turn), append(b, '\n')); err != nil {
 		return fmt.Errorf("store: save checkpoint: %w", err)
+	}
+	if m == c.cur {
+		c.dirty = false
 	}
 	return nil
 }
@@ -811,4 +947,158 @@ func (s *Store) GC() (GCResult, error) {
 
 func isHexRune(r rune) bool {
 	return r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'
+}
+
+// TurnFile is one file a turn changed, as TurnFiles reports it: enough to show the turn's change
+// (pre-image to what the turn left) and to undo it.
+type TurnFile struct {
+	// Abs is the canonical absolute path, Rel the workspace-relative one.
+	Abs, Rel string
+	// NotKept says why the file cannot be undone ("" when it can).
+	NotKept string
+	// PreExists and Pre are the file before the turn (Pre is nil when it did not exist);
+	// PreMode its permission bits.
+	PreExists bool
+	Pre       []byte
+	PreMode   fs.FileMode
+
+	post     *image
+	intended []string
+}
+
+// Untouched reports whether the turn left the file as it was before (or every change to it was
+// undone since): such files have nothing to show.
+func (f TurnFile) Untouched() bool {
+	return f.NotKept == "" && f.post != nil && f.post.same(image{Exists: f.PreExists, SHA256: f.preSum()}) && len(f.intended) == 0
+}
+
+func (f TurnFile) preSum() string {
+	if !f.PreExists {
+		return ""
+	}
+	sum := sha256.Sum256(f.Pre)
+	return hex.EncodeToString(sum[:])
+}
+
+// AsLeft reports whether a file whose current state is exists with content hash sum (SHA-256,
+// hex) is exactly as the turn left it; reason says why not (the same words Revert uses).
+func (f TurnFile) AsLeft(exists bool, sum string) (ok bool, reason string) {
+	if f.NotKept != "" {
+		return false, f.NotKept
+	}
+	if exists && slices.Contains(f.intended, sum) {
+		return true, ""
+	}
+	if f.post == nil {
+		return false, ReasonUnrecorded
+	}
+	if f.post.Exists != exists || (exists && f.post.SHA256 != sum) || f.post.Other != "" {
+		return false, ReasonChanged
+	}
+	return true, ""
+}
+
+// TurnFiles returns the turn's record and its files with their pre-images, in path order. A turn
+// without a checkpoint is an error wrapping ErrNoCheckpoint.
+func (c *Checkpoints) TurnFiles(turnID string) (TurnInfo, []TurnFile, error) {
+	c.mu.Lock()
+	m, err := c.manifestLocked(turnID)
+	var files []*fileRecord
+	var info TurnInfo
+	if err == nil {
+		info = TurnInfo{ID: m.Turn, Created: m.Created, Reverted: m.Reverted}
+		files = slices.Clone(m.Files)
+		for i, f := range files {
+			cp := *f
+			if f.Post != nil {
+				post := *f.Post
+				cp.Post = &post
+			}
+			cp.Intended = slices.Clone(f.Intended)
+			files[i] = &cp
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return TurnInfo{ID: turnID}, nil, err
+	}
+	slices.SortFunc(files, func(a, b *fileRecord) int { return cmp.Compare(a.Rel, b.Rel) })
+	out := make([]TurnFile, 0, len(files))
+	for _, rec := range files {
+		info.Files = append(info.Files, rec.Rel)
+		tf := TurnFile{Abs: rec.Path, Rel: rec.Rel, NotKept: rec.NotKept, PreExists: rec.Pre.Exists, PreMode: rec.Pre.Mode,
+			post: rec.Post, intended: rec.Intended}
+		if rec.NotKept == "" && rec.Pre.Exists {
+			data, err := c.st.readObject(rec.Pre.SHA256)
+			if err != nil {
+				tf.NotKept = "its copy from before the turn is missing or damaged (" + err.Error() + "); left as it is"
+			}
+			tf.Pre = data
+		}
+		out = append(out, tf)
+	}
+	return info, out, nil
+}
+
+// manifestLocked returns the turn's manifest (the live one for the current turn). c.mu is held.
+func (c *Checkpoints) manifestLocked(turnID string) (*manifest, error) {
+	if c.cur != nil && c.cur.Turn == turnID {
+		return c.cur, nil
+	}
+	m, err := c.loadManifest(turnID)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(m.Files) == 0) {
+		return nil, fmt.Errorf("%w: %s", ErrNoCheckpoint, turnID)
+	}
+	return m, err
+}
+
+// Settle records, after part of a turn's change to the file at absPath was undone, what is on
+// disk now as what the turn left: later views of the turn show what remains of its change, and
+// a later Revert restores the pre-image from there. Once every file of the turn is back to its
+// pre-image, the turn is recorded as reverted (with undone as the files restored).
+func (c *Checkpoints) Settle(turnID, absPath string, undone []string) error {
+	p, err := c.ws.Resolve(absPath)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.manifestLocked(turnID)
+	if err != nil {
+		return err
+	}
+	rec := m.file(p.Abs())
+	if rec == nil || rec.NotKept != "" {
+		return fmt.Errorf("store: %s is not a file turn %s changed", p.Rel(), turnID)
+	}
+	img, _, err := readState(p, c.maxBytes)
+	if err != nil {
+		return err
+	}
+	rec.Post, rec.Intended = &img, nil
+	if m.Reverted == nil {
+		all := true
+		for _, f := range m.Files {
+			if f.NotKept != "" || f.Post == nil || !f.Post.same(f.Pre) || len(f.Intended) > 0 {
+				all = false
+			}
+		}
+		if all {
+			m.Reverted = &RevertResult{Turn: turnID, Restored: slices.Clone(undone), Skipped: []Skip{}, Time: time.Now().UTC()}
+		}
+	}
+	return c.saveManifest(m)
+}
+
+// Remove deletes the regular file at absPath (a file a turn created, when its creation is
+// undone), confined to the workspace like every fsafe operation, under the file's mutation lock.
+func (c *Checkpoints) Remove(absPath string) error {
+	p, err := c.ws.Resolve(absPath)
+	if err != nil {
+		return err
+	}
+	if c.queue != nil {
+		defer c.queue.Lock(p.Abs())()
+	}
+	return removeFile(p)
 }

@@ -14,6 +14,8 @@
 //	checkpoints/objects/<sha256>          content-addressed pre-images of files (deduplicated,
 //	                                      written atomically, shared by every session)
 //	checkpoints/<session-id>/<turn>.json  one manifest per turn that changed files
+//	checkpoints/<session-id>/<turn>.intents  append-only: the content each write of the turn
+//	                                      was about to put on disk (Intend), one fsync a record
 //	audit/<yyyy-mm-dd>.jsonl              one AuditRecord per tool call, one file per UTC day,
 //	                                      for every session (each record names its session)
 //
@@ -28,9 +30,12 @@
 // syncs at turn boundaries). A torn last line is ignored by Load and cut off by Resume; a line
 // that does not parse is skipped with a log line, never failing the session.
 //
-// Checkpoint objects and manifests, and the meta index, are written to a temporary file, fsynced
-// and renamed into place (then the directory is fsynced): a reader sees the old or the new file,
-// never a mix.
+// Checkpoint objects and manifests are written to a temporary file, fsynced and renamed into place
+// (then the directory is fsynced): a reader sees the old or the new file, never a mix. The meta
+// index is replaced the same way without fsyncs: it is checked against the journal and rebuilt.
+// A pre-image and the manifest naming it are durable before the file is first changed; each
+// later write of the turn costs one fsync, of its intent record, and the manifest's post-images
+// are saved at the turn's end (a crash before that reverts from the intent log).
 //
 // # Concurrency
 //

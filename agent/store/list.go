@@ -85,7 +85,7 @@ func writeMeta(path string, size int64, sum Summary) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return replaceFile(path, append(b, '\n')) // an index: no fsync (see replaceFile)
 }
 
 func readMeta(path string) (metaFile, bool) {

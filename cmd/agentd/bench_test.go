@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 )
 
 // BenchmarkColdStartInitialize measures `agentd serve --stdio` from exec to the initialize
-// response, and reports the resident memory right after initialize.
+// response (ns/op is the mean, ms-median the median), and reports the resident memory right
+// after initialize.
 func BenchmarkColdStartInitialize(b *testing.B) {
 	e := newRunEnv(&testing.T{})
 	defer e.ollama.Close()
-	var rss []float64
+	var rss, took []float64
 	for b.Loop() {
+		t0 := time.Now()
 		cmd := exec.Command(agentdBin, "serve", "--stdio")
 		cmd.Env = e.env()
 		stdin, _ := cmd.StdinPipe()
@@ -40,6 +43,7 @@ func BenchmarkColdStartInitialize(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		took = append(took, float64(time.Since(t0).Microseconds())/1000)
 		rss = append(rss, residentMB(cmd.Process.Pid))
 		c.Close()
 		cmd.Process.Kill()
@@ -47,7 +51,9 @@ func BenchmarkColdStartInitialize(b *testing.B) {
 		b.StartTimer()
 	}
 	slices.Sort(rss)
+	slices.Sort(took)
 	b.ReportMetric(rss[len(rss)/2], "MB-idle-RSS")
+	b.ReportMetric(took[len(took)/2], "ms-median")
 }
 
 // residentMB reads VmRSS of a process.
@@ -133,10 +139,30 @@ func (be *benchEditor) Notify(ctx context.Context, method string, params json.Ra
 	}
 }
 
+// stopDaemon ends a daemon started by socketDaemon and waits for it. Under a wrapper (strace) the
+// signal goes to the wrapper's child, the daemon, and the wrapper exits after it.
+func stopDaemon(cmd *exec.Cmd) {
+	pid := cmd.Process.Pid
+	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil && filepath.Base(cmd.Path) != "agentd" {
+		if f := strings.Fields(string(kids)); len(f) > 0 {
+			pid, _ = strconv.Atoi(f[0])
+		}
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	cmd.Wait()
+}
+
 // socketDaemon starts `agentd serve --listen` and connects an auto-accepting editor.
-func socketDaemon(b *testing.B, e *runEnv, mode string) (*benchEditor, string) {
+func socketDaemon(b *testing.B, e *runEnv, mode string, wrap ...string) (*benchEditor, string) {
+	be, id, _ := socketDaemonStop(b, e, mode, wrap...)
+	return be, id
+}
+
+// socketDaemonStop is socketDaemon that also returns a function stopping the daemon.
+func socketDaemonStop(b *testing.B, e *runEnv, mode string, wrap ...string) (*benchEditor, string, func()) {
 	sock := filepath.Join(e.home, "sock", "bench.sock") // the daemon creates the directory 0700
-	cmd := exec.Command(agentdBin, "serve", "--listen", "--socket", sock, "--approval", mode)
+	argv := append(slices.Clone(wrap), agentdBin, "serve", "--listen", "--socket", sock, "--approval", mode)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = e.env()
 	if logf, err := os.Create(filepath.Join(e.home, "daemon.log")); err == nil {
 		cmd.Stderr = logf // keep the benchmark output clean
@@ -144,7 +170,8 @@ func socketDaemon(b *testing.B, e *runEnv, mode string) (*benchEditor, string) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	stop := sync.OnceFunc(func() { stopDaemon(cmd) })
+	b.Cleanup(stop)
 	var nc net.Conn
 	for i := 0; ; i++ {
 		var err error
@@ -168,21 +195,40 @@ func socketDaemon(b *testing.B, e *runEnv, mode string) (*benchEditor, string) {
 	if err := be.conn.Call(ctx, rpc.MethodSessionNew, map[string]any{}, &s); err != nil {
 		b.Fatal(err)
 	}
-	return be, s.Session.SessionID
+	return be, s.Session.SessionID, stop
 }
 
 // BenchmarkToolRoundTripSocket measures one tool call that needs a review, answered at once by an
 // editor over the Unix socket: from toolCallStarted to toolCallCompleted as the editor sees them
 // (validation, preview, review round trip, revalidation, atomic write, checkpoint, audit).
 func BenchmarkToolRoundTripSocket(b *testing.B) {
-	b.Run("disk", func(b *testing.B) { toolRoundTrip(b, "") })
+	b.Run("disk", func(b *testing.B) { toolRoundTrip(b, "", nil) })
 	// On tmpfs fsync costs nothing: what remains is agentd's own work.
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		b.Run("tmpfs", func(b *testing.B) { toolRoundTrip(b, "/dev/shm") })
+		b.Run("tmpfs", func(b *testing.B) { toolRoundTrip(b, "/dev/shm", nil) })
+	}
+	// The daemon under strace: how many fsync/fdatasync calls one edit makes (no timing: strace
+	// slows every system call).
+	if _, err := exec.LookPath("strace"); err == nil {
+		b.Run("fsyncs", func(b *testing.B) {
+			out := filepath.Join(b.TempDir(), "strace.out")
+			stop := toolRoundTrip(b, "", []string{"strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,sync_file_range", "-o", out})
+			stop() // strace's output is complete once the daemon is gone
+			data, err := os.ReadFile(out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := strings.Count(string(data), "fsync(") + strings.Count(string(data), "fdatasync(")
+			b.ReportMetric(float64(n)/roundTripEdits, "fsyncs/edit")
+		})
 	}
 }
 
-func toolRoundTrip(b *testing.B, base string) {
+// roundTripEdits is the number of reviewed edits in one toolRoundTrip run, all in one turn.
+const roundTripEdits = 40
+
+// toolRoundTrip returns a function that stops the daemon (also called at cleanup).
+func toolRoundTrip(b *testing.B, base string, wrap []string) (stop func()) {
 	if base != "" {
 		old := os.Getenv("TMPDIR")
 		os.Setenv("TMPDIR", base)
@@ -190,8 +236,8 @@ func toolRoundTrip(b *testing.B, base string) {
 	}
 	e := newRunEnv(&testing.T{})
 	defer e.ollama.Close()
-	be, session := socketDaemon(b, e, "ask")
-	const calls = 40
+	be, session, stop := socketDaemonStop(b, e, "ask", wrap...)
+	const calls = roundTripEdits
 	e.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)))
 	for i := range calls {
 		e.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("edit", fmt.Sprintf(`{"path":"answer.go","old_string":"return %d","new_string":"return %d"}`, i+1, i+2))))
@@ -223,6 +269,7 @@ func toolRoundTrip(b *testing.B, base string) {
 			b.ReportMetric(float64(st.d[len(st.d)/2].Microseconds())/1000, "ms-p50-"+st.name)
 		}
 	}
+	return stop
 }
 
 // BenchmarkNotificationThroughput streams a 10,000-token answer to one editor over the Unix
@@ -257,4 +304,70 @@ func BenchmarkNotificationThroughput(b *testing.B) {
 		b.ReportMetric(float64(be.updates), "notifications")
 		be.mu.Unlock()
 	}
+}
+
+// BenchmarkSandboxCost measures what agentd adds to `bash -c true` — a bash call through the
+// daemon (yolo mode: no review), from toolCallStarted to toolCallCompleted as the editor sees it:
+// policy, the per-command cgroup, the git guard, the sandbox and the result — beside what a bare
+// `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent` adds, both
+// against a plain `bash -c true`, in rounds so that all three see the same load. Reported: the
+// medians, and agentd's added time as a ratio of bare bubblewrap's.
+func BenchmarkSandboxCost(b *testing.B) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("no bubblewrap on this machine: nothing to compare agentd's sandbox with")
+	}
+	e := newRunEnv(&testing.T{})
+	defer e.ollama.Close()
+	be, session := socketDaemon(b, e, "yolo")
+	const perRound = 5
+	run := func(argv ...string) time.Duration {
+		t0 := time.Now()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = e.ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+		return time.Since(t0)
+	}
+	var plain, bare []time.Duration
+	first := 0
+	for b.Loop() {
+		for range perRound {
+			e.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("bash", `{"command":"true"}`)))
+		}
+		e.ollama.Enqueue(ollamatest.Text("done"))
+		if err := be.conn.Call(context.Background(), rpc.MethodSessionPrompt, rpc.SessionPromptParams{SessionID: session, Text: "go"}, nil); err != nil {
+			b.Fatal(err)
+		}
+		<-be.done
+		for range perRound {
+			plain = append(plain, run("bash", "-c", "true"))
+			bare = append(bare, run(bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "bash", "-c", "true"))
+		}
+		if first == 0 {
+			be.mu.Lock()
+			first = len(be.trips) // the first round warms the daemon (sandbox probe, caches)
+			be.mu.Unlock()
+		}
+	}
+	be.mu.Lock()
+	agentd := slices.Clone(be.trips)
+	be.mu.Unlock()
+	if len(agentd) != perRound*b.N {
+		b.Fatalf("%d bash calls completed, want %d", len(agentd), perRound*b.N)
+	}
+	if b.N > 1 {
+		agentd, plain, bare = agentd[first:], plain[first:], bare[first:]
+	}
+	ms := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Microseconds()) / 1000
+	}
+	p, a, w := ms(plain), ms(agentd), ms(bare)
+	b.ReportMetric(p, "ms-plain")
+	b.ReportMetric(a, "ms-agentd")
+	b.ReportMetric(w, "ms-bare-bwrap")
+	b.ReportMetric((a-p)/(w-p), "x-added-vs-bare")
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -120,8 +121,44 @@ func runCmd(args []string) int {
 			go func() { <-sigs; os.Exit(130) }()
 		}
 	}
+	ui.changeSummary(h, end.TurnID)
 	fmt.Fprintf(os.Stderr, "\nagentd: session %s (continue it with: agentd run --resume %s \"…\")\n", h.ID(), h.ID())
 	return exitCode(os.Stderr, end, &tally)
+}
+
+// changeSummary prints, on stderr, the files the turn changed with their added and removed lines
+// and how to revert them (nothing when the turn changed no file).
+func (t *terminal) changeSummary(h *harness.Harness, turnID string) {
+	if turnID == "" {
+		return
+	}
+	_, files, err := h.TurnChanges(turnID)
+	if err != nil {
+		if !errors.Is(err, harness.ErrUnknownTurn) {
+			slog.Warn("cannot list the turn's changes", "turn", turnID, "err", err)
+		}
+		return
+	}
+	if len(files) == 0 {
+		return
+	}
+	noun := "files"
+	if len(files) == 1 {
+		noun = "file"
+	}
+	fmt.Fprintf(t.err, "\nagentd: changed %d %s:\n", len(files), noun)
+	for _, f := range files {
+		add, del := f.Diff.Stats()
+		line := fmt.Sprintf("  %s  %s %s", f.Rel, t.paint("32", fmt.Sprintf("+%d", add)), t.paint("31", fmt.Sprintf("−%d", del)))
+		switch {
+		case f.ChangedSince:
+			line += "  (changed since)"
+		case f.Status != "modified":
+			line += "  (" + f.Status + ")"
+		}
+		fmt.Fprintln(t.err, line)
+	}
+	fmt.Fprintf(t.err, "  undo them: agentd revert --session %s --turn %s\n", h.ID(), turnID)
 }
 
 // exitCode reports how the turn ended and returns the exit code (see the exit* constants). Every
