@@ -48,15 +48,7 @@ end
 
 --- Reloads clean buffers of files the undo changed on disk.
 local function reload(paths)
-  for _, rel in ipairs(paths or {}) do
-    local b = vim.fn.bufnr(abs(rel))
-    if b ~= -1 and vim.api.nvim_buf_is_loaded(b) and not vim.bo[b].modified then
-      pcall(vim.api.nvim_buf_call, b, function()
-        vim.cmd("silent! checktime " .. b)
-        vim.cmd("silent! edit")
-      end)
-    end
-  end
+  util.reload_files(paths, client.root)
 end
 
 local function render()

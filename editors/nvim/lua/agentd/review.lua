@@ -754,6 +754,17 @@ end
 
 -- Shows review r's buffer in the current window (or its window), placing it when needed; then
 -- done(bufnr) once its marks are placed.
+
+--- Shows bufnr: focuses a window that has it, else puts it in the current window.
+local function show_buf(bufnr)
+  local wins = vim.fn.win_findbuf(bufnr)
+  if #wins > 0 then
+    vim.api.nvim_set_current_win(wins[1])
+  else
+    vim.api.nvim_win_set_buf(0, bufnr)
+  end
+end
+
 local function open_review(r, done)
   if r.diff_buf and vim.api.nvim_buf_is_valid(r.diff_buf) then
     local wins = vim.fn.win_findbuf(r.diff_buf)
@@ -774,12 +785,7 @@ local function open_review(r, done)
       return
     end
   else
-    local wins = vim.fn.win_findbuf(r.bufnr)
-    if #wins > 0 then
-      vim.api.nvim_set_current_win(wins[1])
-    else
-      vim.api.nvim_win_set_buf(0, r.bufnr)
-    end
+    show_buf(r.bufnr)
   end
   if r.placed or r.diff_buf then
     done(r.bufnr)
@@ -1084,12 +1090,7 @@ function M.goto_pending()
           M.place(r, vim.api.nvim_get_current_buf())
         end
       else
-        local wins = vim.fn.win_findbuf(r.bufnr)
-        if #wins > 0 then
-          vim.api.nvim_set_current_win(wins[1])
-        else
-          vim.api.nvim_win_set_buf(0, r.bufnr)
-        end
+        show_buf(r.bufnr)
       end
       local rows = hunk_rows(r.bufnr)
       if rows[1] then

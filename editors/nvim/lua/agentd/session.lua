@@ -230,16 +230,7 @@ end
 
 --- Reloads clean buffers of files the daemon changed on disk (no W11 prompt).
 local function reload(paths)
-  for _, rel in ipairs(paths or {}) do
-    local path = rel:sub(1, 1) == "/" and rel or (client.root .. "/" .. rel)
-    local b = vim.fn.bufnr(path)
-    if b ~= -1 and vim.api.nvim_buf_is_loaded(b) and not vim.bo[b].modified then
-      pcall(vim.api.nvim_buf_call, b, function()
-        vim.cmd("silent! checktime " .. b)
-        vim.cmd("silent! edit")
-      end)
-    end
-  end
+  util.reload_files(paths, client.root)
 end
 
 --- Restores the files a turn changed (the last turn without turn_id), after a yes/no question.

@@ -90,6 +90,21 @@ function M.expand_tabs(line, tabstop)
   return table.concat(out)
 end
 
+--- Reloads the loaded, unmodified buffers of paths (absolute, or relative to root) after agentd
+--- changed them on disk; buffers with unsaved changes are left alone.
+function M.reload_files(paths, root)
+  for _, p in ipairs(paths or {}) do
+    local path = p:sub(1, 1) == "/" and p or ((root or vim.fn.getcwd()) .. "/" .. p)
+    local b = vim.fn.bufnr(path)
+    if b ~= -1 and vim.api.nvim_buf_is_loaded(b) and not vim.bo[b].modified then
+      pcall(vim.api.nvim_buf_call, b, function()
+        vim.cmd("silent! checktime " .. b)
+        vim.cmd("silent! edit")
+      end)
+    end
+  end
+end
+
 function M.split_lines(text)
   return vim.split(text, "\n", { plain = true })
 end
