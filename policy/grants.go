@@ -247,8 +247,7 @@ func (g *Grants) covering(req *Request, cl *Classification) (Grant, bool) {
 			return gr, true
 		}
 	}
-	var used []Grant
-	ok := cl.allowedBy(func(c *Command) bool {
+	grantFor := func(c *Command) (Grant, bool) {
 		for _, gr := range list {
 			if gr.Scope != ScopeCommand || (gr.Tool != "" && gr.Tool != req.Tool) {
 				continue
@@ -259,13 +258,32 @@ func (g *Grants) covering(req *Request, cl *Classification) (Grant, bool) {
 			if c.Rule != nil && c.Rule.Action == ActionAsk && !hasPrefix(gr.Prefix, c.Rule.Prefix) {
 				continue // the grant is broader than the ask rule: the user never saw this command
 			}
-			used = append(used, gr)
-			return true
+			return gr, true
 		}
-		return false
-	})
-	if !ok || len(used) == 0 {
 		return Grant{}, false
+	}
+	var used []Grant
+	ok := cl.allowedBy(func(c *Command) bool {
+		gr, ok := grantFor(c)
+		if ok {
+			used = append(used, gr)
+		}
+		return ok
+	})
+	if !ok {
+		return Grant{}, false
+	}
+	if len(used) == 0 {
+		// Every command is read-only (the mode asks even so, as ask mode does): then each of
+		// them must be granted, by program and subcommand or exactly.
+		for i := range cl.Commands {
+			c := &cl.Commands[i]
+			gr, ok := grantFor(c)
+			if !c.Clean || !ok {
+				return Grant{}, false
+			}
+			used = append(used, gr)
+		}
 	}
 	return used[0], true
 }
@@ -289,13 +307,27 @@ func (p *Policy) Suggest(req Request, v Verdict) []Grant {
 	default:
 		cl := req.classify(p.rules)
 		var prefixes [][]string
-		for _, c := range cl.Commands {
-			if c.Class == ReadOnly && c.Rule == nil {
+		var exact []string // the one command's argv; nil when the line runs several
+		n := 0
+		// The commands a grant must cover: those that are not read-only, or, when every command
+		// is read-only (and the mode asks even so), all of them (see Grants.covering).
+		needs := func(c *Command) bool { return !(c.Class == ReadOnly && c.Rule == nil) }
+		if !slices.ContainsFunc(cl.Commands, func(c Command) bool { return needs(&c) }) {
+			needs = func(*Command) bool { return true }
+		}
+		for i := range cl.Commands {
+			c := &cl.Commands[i]
+			if !needs(c) {
 				continue
 			}
 			if !c.Clean || len(c.Argv) == 0 {
 				prefixes = nil
 				break
+			}
+			if n++; n == 1 {
+				exact = slices.Clone(c.Argv)
+			} else {
+				exact = nil
 			}
 			pre := suggestPrefix(c.Argv)
 			if c.Rule != nil && c.Rule.Action == ActionAsk && len(c.Rule.Prefix) > len(pre) && hasPrefix(c.Argv, c.Rule.Prefix) {
@@ -305,8 +337,15 @@ func (p *Policy) Suggest(req Request, v Verdict) []Grant {
 				prefixes = append(prefixes, pre)
 			}
 		}
-		if len(prefixes) == 1 {
-			out = append(out, Grant{Scope: ScopeCommand, Prefix: slices.Clone(prefixes[0])})
+		// Narrowest first: the exact command (when it is one command with more words than its
+		// program and subcommand), then each program and subcommand it runs. A compound command
+		// gets one scope per program: each covers its part, so the same line asks again only for
+		// the parts not granted yet.
+		if len(prefixes) == 1 && len(exact) > len(prefixes[0]) {
+			out = append(out, Grant{Scope: ScopeCommand, Prefix: exact})
+		}
+		for _, pre := range prefixes {
+			out = append(out, Grant{Scope: ScopeCommand, Prefix: slices.Clone(pre)})
 		}
 	}
 	if req.Tool != "" {

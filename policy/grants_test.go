@@ -266,10 +266,13 @@ func TestSuggest(t *testing.T) {
 	p := newTestPolicy(t, ModeAsk, "")
 	req := cmdReq("npm test -- --ci")
 	got := p.Suggest(req, p.Decide(req))
-	if len(got) != 2 || got[0].Scope != ScopeCommand || !slices.Equal(got[0].Prefix, []string{"npm", "test"}) ||
-		got[1].Scope != ScopeTool || got[1].Tool != "bash" {
-		t.Errorf("Suggest(npm test) = %+v", got)
+	// Narrowest first: this exact command, its program and subcommand, then the whole tool.
+	if len(got) != 3 || !slices.Equal(got[0].Prefix, []string{"npm", "test", "--", "--ci"}) ||
+		got[1].Scope != ScopeCommand || !slices.Equal(got[1].Prefix, []string{"npm", "test"}) ||
+		got[2].Scope != ScopeTool || got[2].Tool != "bash" {
+		t.Errorf("Suggest(npm test -- --ci) = %+v", got)
 	}
+	got = got[1:]
 	// The suggested command grant settles the request.
 	if _, err := p.Grants().Add(got[0]); err != nil {
 		t.Fatal(err)
@@ -279,12 +282,32 @@ func TestSuggest(t *testing.T) {
 	}
 	// For an ask rule, the suggestion is at least as specific as the rule.
 	push := cmdReq("git push --force origin main")
-	if s := p.Suggest(push, p.Decide(push)); len(s) == 0 || !slices.Equal(s[0].Prefix, []string{"git", "push"}) {
+	if s := p.Suggest(push, p.Decide(push)); len(s) < 2 || !slices.Equal(s[1].Prefix, []string{"git", "push"}) {
 		t.Errorf("Suggest(git push) = %+v", s)
 	}
 	rmrf := cmdReq("rm -rf build")
-	if s := p.Suggest(rmrf, p.Decide(rmrf)); len(s) == 0 || !slices.Equal(s[0].Prefix, []string{"rm", "-rf"}) {
+	if s := p.Suggest(rmrf, p.Decide(rmrf)); len(s) < 2 || !slices.Equal(s[1].Prefix, []string{"rm", "-rf"}) {
 		t.Errorf("Suggest(rm -rf build) = %+v", s)
+	}
+	// A compound command: one scope per program, never only the whole tool; no "exact" scope
+	// when the line runs several commands.
+	compound := cmdReq("go vet ./... && go test ./...")
+	if s := p.Suggest(compound, p.Decide(compound)); len(s) != 3 || !slices.Equal(s[0].Prefix, []string{"go", "vet"}) ||
+		!slices.Equal(s[1].Prefix, []string{"go", "test"}) || s[2].Scope != ScopeTool {
+		t.Errorf("Suggest(go vet && go test) = %+v", s)
+	}
+	twice := cmdReq("go test ./a && go test ./b")
+	if s := p.Suggest(twice, p.Decide(twice)); len(s) != 2 || !slices.Equal(s[0].Prefix, []string{"go", "test"}) {
+		t.Errorf("Suggest(go test ./a && go test ./b) = %+v", s)
+	}
+	// Granting both parts covers the compound line.
+	p.Grants().Add(Grant{Scope: ScopeCommand, Prefix: []string{"go", "vet"}})
+	if v := p.Decide(compound); v.Decision == Allow {
+		t.Errorf("half the compound line granted, but it is allowed: %+v", v)
+	}
+	p.Grants().Add(Grant{Scope: ScopeCommand, Prefix: []string{"go", "test"}})
+	if v := p.Decide(compound); v.Decision != Allow {
+		t.Errorf("both parts granted, but the compound line is not allowed: %+v", v)
 	}
 	w := writeReq("/ws/src/a.go")
 	if s := p.Suggest(w, p.Decide(w)); len(s) == 0 || s[0].Scope != ScopePath || s[0].Path != "/ws/src" {

@@ -33,12 +33,23 @@ H.test("a command asks with vim.ui.select; allow for the session", function()
   H.start_fakeollama(script)
   H.start_daemon({ ["README.md"] = "hello\n" })
   selects = H.stub_select(function(items)
+    -- Narrowest first: this exact command, then the program (commands starting with `python3`);
+    -- the program's scope is the one that also covers the next, different python3 command.
+    local exact, program
     for _, it in ipairs(items) do
-      if it.decision and it.decision.scope and it.decision.scope.kind == "command" then
-        return it -- the narrowest grant: commands starting with `python3`
+      local sc = it.decision and it.decision.scope
+      if sc and sc.kind == "command" then
+        if #sc.commandPrefix == 1 then
+          program = program or it
+        else
+          exact = exact or it
+        end
       end
     end
-    error("no command-prefix scope offered: " .. vim.inspect(items))
+    if not (exact and program) then
+      error("want an exact-command scope and a program scope: " .. vim.inspect(items))
+    end
+    return program
   end)
   -- statusline integrations: Neovim's own progress event fires, and agentd.status() changes
   local progress_events, statuses = 0, {}

@@ -1205,7 +1205,8 @@ async function grantScenario({ page, chat, fake }) {
 	await send(chat, "Please count twice");
 	// Allow for the session from the chat's tool card: the scope picker offers the review's scopes.
 	await chat.locator(".item.tool .actions button", { hasText: "Allow for session" }).first().click();
-	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "touch" }).first();
+	// Narrowest first: this exact command, then `touch` (which also covers the next command).
+	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "`touch`" }).first();
 	await row.waitFor({ timeout: 15000 });
 	await row.click();
 	// The second command is covered by the grant: it runs without asking.
