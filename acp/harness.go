@@ -44,7 +44,6 @@ func notFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 func (o *opened) id() string                { return o.h.ID() }
 func (o *opened) mode() string              { return o.h.Settings().ApprovalMode }
 func (o *opened) numCtx() int               { return o.h.Settings().NumCtx }
-func (o *opened) history() []agent.Message  { return o.h.Replayed.History }
 func (o *opened) setMode(mode string) error { return o.h.SetMode(mode) }
 func (o *opened) close() error              { return o.h.Close() }
 

@@ -32,11 +32,10 @@ type session struct {
 
 // turn is a prompt waiting for its TurnEnd.
 type turn struct {
-	end        chan turnEnd
-	lastDone   string // the last model reply's done reason ("length": max_tokens)
-	cancelled  bool
-	answered   bool
-	promptSent bool
+	end       chan turnEnd
+	lastDone  string // the last model reply's done reason ("length": max_tokens)
+	cancelled bool
+	answered  bool
 }
 
 type turnEnd struct {
