@@ -170,13 +170,17 @@ func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) 
 	if strings.TrimSpace(p.Text) == "" {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "the prompt is empty")
 	}
+	text, err := withContext(ctx, p.Text, p.Context, ls.h.Workspace(), c.srv.overlay)
+	if err != nil {
+		return nil, err
+	}
 	sess, err := ls.ensureStarted(ctx)
 	if err != nil {
 		return nil, modelFailure(err)
 	}
 	// After an undo (turn/undo), the model reads first what the user undid.
 	note, putBack := ls.h.TakeNote()
-	id, err := sess.Prompt(note + withContext(p.Text, p.Context, ls.h.Workspace()))
+	id, err := sess.Prompt(note + text)
 	if err != nil {
 		putBack()
 	}
@@ -187,33 +191,6 @@ func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) 
 		return nil, err
 	}
 	return rpc.SessionPromptResult{TurnID: id}, nil
-}
-
-// withContext appends editor context (a selection, the active file) to a prompt.
-func withContext(text string, items []rpc.ContextItem, root string) string {
-	if len(items) == 0 {
-		return text
-	}
-	var b strings.Builder
-	b.WriteString(text)
-	for _, it := range items {
-		path := it.URI
-		if p, ok := fileURIPath(it.URI); ok {
-			if within(root, p) {
-				path = strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
-			}
-		}
-		b.WriteString("\n\n")
-		if it.Range != nil {
-			fmt.Fprintf(&b, "Selected in %s, lines %d–%d:\n", path, it.Range.Start.Line+1, it.Range.End.Line+1)
-		} else {
-			fmt.Fprintf(&b, "The user is looking at %s.\n", path)
-		}
-		if it.Text != "" {
-			b.WriteString("```\n" + it.Text + "\n```")
-		}
-	}
-	return b.String()
 }
 
 // modelFailure turns a model error into a JSON-RPC error whose message carries the fix.

@@ -314,12 +314,25 @@ type SessionPromptParams struct {
 	Context []ContextItem `json:"context,omitzero"`
 }
 
-// ContextItem is a piece of editor context. Text is the selected text when Range is set.
+// ContextItem is a piece of editor context. Without Kind it is a selection (Range set, Text the
+// selected text) or the active file (no Range). With Kind it is a mention the user typed in the
+// prompt: a file or folder the daemon reads or lists, or a symbol whose source Text the editor sends
+// (with Range, Name and SymbolKind, e.g. "function").
 type ContextItem struct {
-	URI   string          `json:"uri"`
-	Range *protocol.Range `json:"range,omitzero"`
-	Text  string          `json:"text,omitzero"`
+	Kind       string          `json:"kind,omitzero"`
+	URI        string          `json:"uri"`
+	Range      *protocol.Range `json:"range,omitzero"`
+	Text       string          `json:"text,omitzero"`
+	Name       string          `json:"name,omitzero"`
+	SymbolKind string          `json:"symbolKind,omitzero"`
 }
+
+// ContextItem kinds: mentions typed in the prompt.
+const (
+	ContextFile   = "file"
+	ContextFolder = "folder"
+	ContextSymbol = "symbol"
+)
 
 type SessionPromptResult struct {
 	TurnID string `json:"turnId"`
@@ -912,6 +925,8 @@ var Enums = []Enum{
 		{"Error", SeverityError}, {"Warning", SeverityWarning}, {"Info", SeverityInfo}, {"Hint", SeverityHint}}},
 	{"Message", []string{"ShowMessageParams.type", "LogMessageParams.type"}, []EnumValue{
 		{"Error", MessageError}, {"Warning", MessageWarning}, {"Info", MessageInfo}, {"Log", MessageLog}}},
+	{"Context", []string{"ContextItem.kind"}, []EnumValue{
+		{"File", ContextFile}, {"Folder", ContextFolder}, {"Symbol", ContextSymbol}}},
 }
 
 // WorkDoneProgressCreateParams asks the editor to create a progress token

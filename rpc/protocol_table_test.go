@@ -100,7 +100,7 @@ func TestMethodEntriesAreWellFormed(t *testing.T) {
 var enumPrefix = map[string]string{
 	"UpdateType": "Update", "Reason": "Reason", "Status": "Status", "History": "History", "Review": "Review",
 	"Outcome": "Outcome", "By": "By", "Decision": "Decision", "Scope": "Scope", "Mode": "Mode",
-	"Result": "Result", "Progress": "Progress", "Message": "Message", "Severity": "Severity",
+	"Result": "Result", "Progress": "Progress", "Message": "Message", "Severity": "Severity", "Context": "Context",
 }
 
 // TestEnumsListEveryConstant: each enum lists exactly the constants of its group, under their

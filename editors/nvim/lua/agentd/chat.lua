@@ -87,6 +87,7 @@ local function ensure_buffers()
     map(S.input, "n", "<CR>", M.submit, "agentd: send the prompt")
     map(S.input, { "n", "i" }, "<C-s>", M.submit, "agentd: send the prompt")
     map(S.input, "n", "q", M.close, "agentd: close the chat")
+    require("agentd.mentions").attach(S.input)
     map(S.input, { "n", "i" }, "<C-c>", function()
       require("agentd.session").cancel()
     end, "agentd: cancel the turn")
@@ -308,7 +309,8 @@ function M.submit()
     return
   end
   vim.api.nvim_buf_set_lines(S.input, 0, -1, false, {})
-  require("agentd.session").prompt(text)
+  -- @file, @folder/, @#symbol and @open become context items; the text keeps them as typed.
+  require("agentd.session").prompt(text, require("agentd.mentions").context(text))
 end
 
 function M.scroll_to_end()

@@ -1,0 +1,243 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/rpc"
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/fsafe"
+	"github.com/agentd/agentd/tools/search"
+)
+
+// Bounds of what a mention puts into the prompt.
+const (
+	// mentionBytes caps a mentioned file's content and a symbol's text.
+	mentionBytes = 32 << 10
+	// folderEntries caps a mentioned folder's listing; folderDepth is how deep it goes.
+	folderEntries = 200
+	folderDepth   = 3
+)
+
+// withContext appends editor context to a prompt: a selection, the active file, and the mentions
+// the user typed (files the daemon reads through the session's file view — the editor's buffer
+// when open, confined to the workspace, sensitive files withheld —, folders it lists, symbols
+// whose text the editor sent). An item of an unknown kind is an invalid-params error; a mention
+// that cannot be read is told to the model as such, never read around.
+func withContext(ctx context.Context, text string, items []rpc.ContextItem, root string, overlay fsafe.Overlay) (string, error) {
+	if len(items) == 0 {
+		return text, nil
+	}
+	var ws *fsafe.Workspace
+	for _, it := range items {
+		switch it.Kind {
+		case "", rpc.ContextSymbol:
+		case rpc.ContextFile, rpc.ContextFolder:
+			if ws == nil {
+				var err error
+				if ws, err = fsafe.NewWorkspace(root); err != nil {
+					return "", err
+				}
+				defer ws.Close()
+			}
+		default:
+			return "", rpc.Errorf(rpc.CodeInvalidParams, "context item of unknown kind %q (known: file, folder, symbol)", it.Kind)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	for _, it := range items {
+		b.WriteString("\n\n")
+		switch it.Kind {
+		case rpc.ContextFile:
+			mentionFile(ctx, &b, it.URI, ws, overlay)
+		case rpc.ContextFolder:
+			mentionFolder(ctx, &b, it.URI, ws)
+		case rpc.ContextSymbol:
+			path := displayPath(it.URI, root)
+			kind := it.SymbolKind
+			if kind == "" {
+				kind = "symbol"
+			}
+			if it.Range != nil {
+				fmt.Fprintf(&b, "The user mentions %s %s in %s, lines %d–%d:\n", kind, it.Name, path, it.Range.Start.Line+1, it.Range.End.Line+1)
+			} else {
+				fmt.Fprintf(&b, "The user mentions %s %s in %s:\n", kind, it.Name, path)
+			}
+			if it.Text != "" {
+				body, cut := capText(it.Text, mentionBytes)
+				b.WriteString(fence(body))
+				if cut {
+					fmt.Fprintf(&b, "\n(The symbol's text is %s; only the first %s are shown. Read %s for the rest.)", sizeOf(len(it.Text)), sizeOf(len(body)), path)
+				}
+			}
+		default:
+			path := displayPath(it.URI, root)
+			if it.Range != nil {
+				fmt.Fprintf(&b, "Selected in %s, lines %d–%d:\n", path, it.Range.Start.Line+1, it.Range.End.Line+1)
+			} else {
+				fmt.Fprintf(&b, "The user is looking at %s.\n", path)
+			}
+			if it.Text != "" {
+				b.WriteString(fence(it.Text))
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// displayPath is a URI as the model sees it: workspace-relative when inside the workspace.
+func displayPath(uri, root string) string {
+	if p, ok := fileURIPath(uri); ok && within(root, p) {
+		return strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+	}
+	return uri
+}
+
+// resolveMention resolves a mention's URI inside the workspace.
+func resolveMention(uri string, ws *fsafe.Workspace) (fsafe.Path, error) {
+	abs, ok := fileURIPath(uri)
+	if !ok {
+		return fsafe.Path{}, fmt.Errorf("%q is not a file: URI", uri)
+	}
+	p, err := ws.Resolve(abs)
+	if err != nil {
+		return fsafe.Path{}, err
+	}
+	if !p.Exists() {
+		return fsafe.Path{}, fmt.Errorf("%s does not exist", p.Rel())
+	}
+	return p, nil
+}
+
+func mentionFile(ctx context.Context, b *strings.Builder, uri string, ws *fsafe.Workspace, overlay fsafe.Overlay) {
+	p, err := resolveMention(uri, ws)
+	if err != nil {
+		fmt.Fprintf(b, "The user mentions %s, but it cannot be read: %v.", filepath.Base(uri), err)
+		return
+	}
+	if perm := p.Permission(tools.AccessRead); perm.Sensitive {
+		fmt.Fprintf(b, "The user mentions the file %s. Its content is not included: it is sensitive (%s). Reading it with the read tool asks the user first.", p.Rel(), perm.Reason)
+		return
+	}
+	if !p.Info().Mode.IsRegular() {
+		fmt.Fprintf(b, "The user mentions %s, which is not a regular file.", p.Rel())
+		return
+	}
+	size := p.Info().Size
+	var doc fsafe.Document
+	open := false
+	if overlay != nil {
+		doc, open = overlay.Document(p.Abs())
+		if open {
+			size = int64(len(doc.Content))
+		}
+	}
+	f := fsafe.New(ws, fsafe.Options{Overlay: overlay, Limits: fsafe.Limits{ReadBytes: mentionBytes, PageBytes: mentionBytes}})
+	var body string
+	var cut bool
+	if size <= mentionBytes {
+		c, err := f.Read(ctx, p.Abs())
+		if err != nil {
+			fmt.Fprintf(b, "The user mentions the file %s, but it cannot be read: %v.", p.Rel(), err)
+			return
+		}
+		if fsafe.LooksBinary(c.Data) {
+			fmt.Fprintf(b, "The user mentions the file %s (binary, %s; not included).", p.Rel(), sizeOf(int(size)))
+			return
+		}
+		body = string(c.Data)
+	} else {
+		pg, err := f.ReadLines(ctx, p.Abs(), 0, 0)
+		if err != nil {
+			fmt.Fprintf(b, "The user mentions the file %s, but it cannot be read: %v.", p.Rel(), err)
+			return
+		}
+		if pg.Binary {
+			fmt.Fprintf(b, "The user mentions the file %s (binary, %s; not included).", p.Rel(), sizeOf(int(size)))
+			return
+		}
+		lines := make([]string, len(pg.Lines))
+		for i, l := range pg.Lines {
+			lines[i] = l.Text
+		}
+		body, _ = capText(strings.Join(lines, "\n"), mentionBytes)
+		cut = true // larger than mentionBytes
+	}
+	src := ""
+	if open {
+		src = " (the editor's buffer)"
+	}
+	fmt.Fprintf(b, "The user mentions the file %s%s:\n", p.Rel(), src)
+	b.WriteString(fence(body))
+	if cut {
+		shown := strings.Count(body, "\n") + 1
+		fmt.Fprintf(b, "\n(%s is %s; only lines 1–%d (%s) are shown, %s left out. Read the rest with the read tool.)",
+			p.Rel(), sizeOf(int(size)), shown, sizeOf(len(body)), sizeOf(int(size)-len(body)))
+	}
+}
+
+func mentionFolder(ctx context.Context, b *strings.Builder, uri string, ws *fsafe.Workspace) {
+	p, err := resolveMention(uri, ws)
+	if err != nil {
+		fmt.Fprintf(b, "The user mentions %s, but it cannot be listed: %v.", filepath.Base(uri), err)
+		return
+	}
+	if !p.Info().Mode.IsDir() {
+		fmt.Fprintf(b, "The user mentions %s as a folder, but it is not a directory.", p.Rel())
+		return
+	}
+	res, err := search.Tree(ctx, search.TreeOptions{Root: p.Root(), Path: p.Rel(), Depth: folderDepth, MaxEntries: folderEntries})
+	if err != nil {
+		fmt.Fprintf(b, "The user mentions the folder %s, but it cannot be listed: %v.", p.Rel(), err)
+		return
+	}
+	name := p.Rel()
+	if name == "." {
+		name = "the workspace root"
+	}
+	fmt.Fprintf(b, "The user mentions the folder %s (%d levels deep):\n", name, folderDepth)
+	b.WriteString(fence(strings.TrimSuffix(res.Render(), "\n")))
+}
+
+// capText cuts s to at most max bytes, at the last line break when there is one in the second
+// half, else on a UTF-8 boundary.
+func capText(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	cut := s[:max]
+	if i := strings.LastIndexByte(cut, '\n'); i >= max/2 {
+		return cut[:i], true
+	}
+	for range utf8.UTFMax - 1 {
+		if r, size := utf8.DecodeLastRuneInString(cut); r != utf8.RuneError || size != 1 {
+			break
+		}
+		cut = cut[:len(cut)-1]
+	}
+	return cut, true
+}
+
+// fence puts text in a Markdown code block whose fence the text cannot close.
+func fence(text string) string {
+	f := "```"
+	for strings.Contains(text, f) {
+		f += "`"
+	}
+	return f + "\n" + text + "\n" + f
+}
+
+func sizeOf(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}
