@@ -190,13 +190,31 @@ func (g *gate) howToAllow(req agent.GateRequest, preq policy.Request, v policy.V
 			return "To allow it: run with --approval auto-edit (read-only commands run in the sandbox without asking), " +
 				"put `mode auto-edit` in " + config + ", or " + terminal + "."
 		}
-		rule := "an `allow` rule for the command"
+		// A rule per program and subcommand the line runs (not the exact command: a rule for
+		// `go test` also allows the next `go test -run X`).
+		var cmds []policy.Grant
 		for _, gr := range g.h.Policy.Suggest(preq, v) {
 			if gr.Scope == policy.ScopeCommand {
-				// String quotes the words as the config file reads them: command `go test`.
-				rule = "the rule `allow " + strings.Trim(strings.TrimPrefix(gr.String(), "command "), "`") + "`"
-				break
+				cmds = append(cmds, gr)
 			}
+		}
+		var rules []string
+		for _, gr := range cmds {
+			narrower := slices.ContainsFunc(cmds, func(o policy.Grant) bool {
+				return len(o.Prefix) < len(gr.Prefix) && slices.Equal(gr.Prefix[:len(o.Prefix)], o.Prefix)
+			})
+			if !narrower {
+				// String quotes the words as the config file reads them: command `go test`.
+				rules = append(rules, "`allow "+strings.Trim(strings.TrimPrefix(gr.String(), "command "), "`")+"`")
+			}
+		}
+		rule := "an `allow` rule for the command"
+		switch len(rules) {
+		case 0:
+		case 1:
+			rule = "the rule " + rules[0]
+		default:
+			rule = "the rules " + strings.Join(rules, " and ")
 		}
 		return "To allow it: add " + rule + " to " + config + ", run with --approval yolo (commands run in the sandbox " +
 			"without asking), or " + terminal + "."
