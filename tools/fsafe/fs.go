@@ -332,8 +332,8 @@ func (f *FS) Commit(ctx context.Context, t *Target, data []byte) (Stamp, error) 
 		if err == nil && st.Hash == ([sha256.Size]byte{}) {
 			st = StampOf(SourceEditor, st.Version, data)
 		}
-	} else if err = beforeDiskWrite(ctx, p, data); err == nil {
-		st, err = WriteFile(p, data, WriteOptions{MkdirAll: true})
+	} else {
+		st, err = writeHooked(ctx, p, data, WriteOptions{MkdirAll: true})
 	}
 	if err != nil {
 		return Stamp{}, err

@@ -46,6 +46,45 @@ type WriteOptions struct {
 //
 // It returns the stamp of the new content. It does not lock: FS.Commit serializes writes.
 func WriteFile(p Path, data []byte, opt WriteOptions) (Stamp, error) {
+	return writeFile(p, data, opt, nil)
+}
+
+// writeHooked is WriteFile under the context's write hook (WithWriteHook): the hook runs while the
+// temporary file is written and fsynced, and the rename waits for it, so what the hook makes
+// durable (a checkpoint's intent record) is durable before the file is replaced, and its fsync
+// overlaps the file's own. A hook error stops the write: the temporary file is removed and the
+// file is untouched.
+func writeHooked(ctx context.Context, p Path, data []byte, opt WriteOptions) (Stamp, error) {
+	if _, ok := ctx.Value(writeHookKey{}).(func(Path, []byte) error); !ok {
+		return writeFile(p, data, opt, nil)
+	}
+	hookDone := make(chan error, 1)
+	started := false // writeFile failed before its temporary file: the hook never runs
+	start := func() {
+		started = true
+		go func() { hookDone <- beforeDiskWrite(ctx, p, data) }()
+	}
+	return writeFile(p, data, opt, func(phase writePhase) error {
+		if phase == phaseTemp {
+			start()
+			return nil
+		}
+		if !started {
+			return nil
+		}
+		return <-hookDone
+	})
+}
+
+// writePhase is where writeFile is when it calls its hook.
+type writePhase int
+
+const (
+	phaseTemp   writePhase = iota // the temporary file is open, nothing written
+	phaseRename                   // the temporary file is durable; the rename is next
+)
+
+func writeFile(p Path, data []byte, opt WriteOptions, hook func(writePhase) error) (Stamp, error) {
 	if p.root == nil {
 		return Stamp{}, tools.Errorf(tools.InvalidArgs, "the path was not resolved")
 	}
@@ -117,6 +156,18 @@ func WriteFile(p Path, data []byte, opt WriteOptions) (Stamp, error) {
 	// The lock says "in use" to a sweeper that cannot tell whether the PID in the name is alive
 	// (another PID namespace); it goes away with the process, whatever kills it.
 	_ = syscall.Flock(int(tf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	waitHook := func() error { return nil }
+	if hook != nil {
+		_ = hook(phaseTemp)
+		waited, herr := false, error(nil)
+		waitHook = func() error {
+			if !waited {
+				waited, herr = true, hook(phaseRename)
+			}
+			return herr
+		}
+		defer waitHook() // the hook never outlives the call, even when the write fails
+	}
 	if _, err := tf.Write(data); err != nil {
 		return Stamp{}, mapErr(p, err)
 	}
@@ -130,6 +181,9 @@ func WriteFile(p Path, data []byte, opt WriteOptions) (Stamp, error) {
 	}
 	if err := tf.Sync(); err != nil {
 		return Stamp{}, mapErr(p, err)
+	}
+	if err := waitHook(); err != nil {
+		return Stamp{}, err
 	}
 	if testHookBeforeRename != nil {
 		testHookBeforeRename(path.Join(dirRel, name))
@@ -302,8 +356,9 @@ func SweepTemps(ctx context.Context, w *Workspace, olderThan time.Duration) ([]s
 type writeHookKey struct{}
 
 // WithWriteHook returns a context under which FS.Commit calls hook with the path and the exact
-// content right before it writes them to disk (not for documents written through the editor).
-// An error from hook stops the write: nothing is written. Checkpoints use it to record what a
+// content before it replaces the file on disk (not for documents written through the editor): the
+// hook runs while the temporary file is written and fsynced, and the rename waits for it to
+// return. An error from hook stops the write: the file is not replaced. Checkpoints use it to record what a
 // write is about to put on disk, so that a turn killed between the write and its bookkeeping
 // can still be reverted. Hooks nest: the outer one runs first.
 func WithWriteHook(ctx context.Context, hook func(p Path, data []byte) error) context.Context {
