@@ -1,4 +1,5 @@
 // agentd for VS Code: renders and forwards. The daemon does the work (see docs/protocol.md).
+import { MentionResolver } from "./mentionsHost";
 import * as fs from "node:fs";
 import * as vscode from "vscode";
 import { ChatViewProvider } from "./chat/view";
@@ -43,13 +44,15 @@ export function activate(context: vscode.ExtensionContext) {
 	const daemon = new DaemonClient(log, trace, version);
 	daemonRef = daemon;
 	daemon.bundledPath = bundledDaemon(context.extensionPath);
-	const session = new SessionController(daemon, context.workspaceState, log);
+	const mentions = new MentionResolver(log);
+	const session = new SessionController(daemon, context.workspaceState, log, mentions);
 	const reviews = new ReviewManager(daemon, log);
-	const chat = new ChatViewProvider(context.extensionUri, session, reviews, log);
+	const chat = new ChatViewProvider(context.extensionUri, session, reviews, log, mentions);
 	const changes = new ChangesView(daemon, session, log);
 	const status = new StatusBar(session);
 
 	context.subscriptions.push(
+		mentions,
 		channel,
 		trace,
 		daemon,

@@ -196,10 +196,16 @@ export interface SessionDetachParams {
 }
 export type SessionDetachResult = Record<string, never>;
 
+/** ContextItem kinds: mentions typed in the prompt (no kind: a selection or the active file). */
+export const ContextKind = { File: "file", Folder: "folder", Symbol: "symbol" } as const;
+
 export interface ContextItem {
+	kind?: "file" | "folder" | "symbol";
 	uri: string;
 	range?: Range;
 	text?: string;
+	name?: string;
+	symbolKind?: string;
 }
 
 export interface SessionPromptParams {

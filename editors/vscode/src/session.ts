@@ -84,6 +84,8 @@ export class SessionController implements vscode.Disposable {
 		private readonly daemon: DaemonClient,
 		private readonly memento: vscode.Memento,
 		private readonly log: vscode.LogOutputChannel,
+		/** Resolves the prompt's `@` mentions into context items (mentionsHost.ts). */
+		private readonly mentions?: { resolve(text: string): Promise<{ items: ContextItem[]; problems: string[] }> },
 	) {
 		this.includeActiveFile = readConfig().includeActiveFile;
 		this.disposables.push(
@@ -272,7 +274,7 @@ export class SessionController implements vscode.Disposable {
 		text = text.trim();
 		if (!text) return;
 		if (includeActiveFile !== undefined) this.includeActiveFile = includeActiveFile;
-		const context = this.contextItems();
+		const chips = this.contextItems();
 		const labels = [...this.contexts.map((c) => c.label)];
 		const active = this.includeActiveFile ? this.activeFile() : undefined;
 		if (active && !this.contexts.some((c) => c.item.uri === active.uri.toString())) labels.push(this.label(active.uri));
@@ -283,6 +285,11 @@ export class SessionController implements vscode.Disposable {
 		this.contexts = [];
 		this.fireState();
 		try {
+			// Mentions first, so a mentioned file is not also sent as "the active file".
+			const mentioned = !steer && this.mentions ? await this.mentions.resolve(text) : { items: [], problems: [] };
+			if (mentioned.problems.length) this.log.info(`mentions not found: ${mentioned.problems.join(", ")}`);
+			const context = [...mentioned.items];
+			for (const c of chips) if (!context.some((m) => m.uri === c.uri && !m.range && !c.range)) context.push(c);
 			const s = await this.ensureSession(text);
 			if (steer) {
 				await this.daemon.request(Method.SessionSteer, { sessionId: s.sessionId, text });

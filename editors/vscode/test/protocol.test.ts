@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { APPROVAL_MODES, DecisionType, Method, Methods, PROTOCOL_VERSION, ScopeKind, UpdateType } from "../src/protocol";
+import { APPROVAL_MODES, ContextKind, DecisionType, Method, Methods, PROTOCOL_VERSION, ScopeKind, UpdateType } from "../src/protocol";
 
 function findUp(rel: string): string {
 	let dir = __dirname;
@@ -105,6 +105,7 @@ test("update kinds, decision types and scope kinds match the enums", () => {
 	assert.deepEqual(new Map(Object.entries(UpdateType)), enumObject("UpdateType"));
 	assert.deepEqual(new Map(Object.entries(DecisionType)), enumObject("Decision"));
 	assert.deepEqual(new Map(Object.entries(ScopeKind)), enumObject("Scope"));
+	assert.deepEqual(new Map(Object.entries(ContextKind)), enumObject("Context"));
 	assert.deepEqual([...APPROVAL_MODES].sort(), enumValues("Mode"));
 });
 

@@ -7,6 +7,7 @@ import type { SessionController, SessionViewState } from "../session";
 import type { ReviewManager } from "../review/manager";
 import { coalesceChanges, type ChatChange } from "./model";
 import type { FromWebview, ToWebview } from "../webview/messages";
+import type { MentionResolver } from "../mentionsHost";
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
 	static readonly viewId = "agentd.chat";
@@ -23,6 +24,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 		private readonly session: SessionController,
 		private readonly reviews: ReviewManager,
 		private readonly log: vscode.LogOutputChannel,
+		private readonly mentions: MentionResolver,
 	) {
 		this.disposables.push(
 			session.onChanges((c) => this.enqueue(c)),
@@ -105,6 +107,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 				break;
 			case "stop":
 				await this.session.cancel();
+				break;
+			case "mentionQuery": {
+				let items: Awaited<ReturnType<MentionResolver["complete"]>> = [];
+				try {
+					items = await this.mentions.complete(m.query);
+				} catch (err) {
+					this.log.warn(`mention completion: ${String(err)}`);
+				}
+				this.post({ type: "mentionItems", seq: m.seq, items });
+				break;
+			}
+			case "mentionPick":
+				this.mentions.pick(m.token, m.id);
 				break;
 			case "newSession":
 				await this.session.newSession();
@@ -193,14 +208,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     <div id="empty">
       <h2>agentd</h2>
       <p>Ask about your code, or ask for a change. Proposed edits appear in the editor as inline diffs: accept or reject each hunk there.</p>
-      <p class="hint">Enter sends · Shift+Enter for a new line · Esc stops a running turn</p>
+      <p class="hint">Enter sends · Shift+Enter for a new line · Esc stops a running turn · @ mentions a file, a folder, <code>@open</code> files or a <code>@#symbol</code></p>
     </div>
   </main>
   <div id="reviews" hidden><button id="reviews-btn"></button></div>
   <footer id="composer">
     <div id="chips"></div>
+    <div id="mentions" role="listbox" aria-label="Mentions" hidden></div>
     <div class="input-row">
-      <textarea id="input" rows="1" placeholder="Ask agentd…" aria-label="Prompt"></textarea>
+      <textarea id="input" rows="1" placeholder="Ask agentd… (@ to mention a file, folder or symbol)" aria-label="Prompt" aria-autocomplete="list" aria-controls="mentions"></textarea>
       <button id="send" class="primary" title="Send (Enter)">Send</button>
       <button id="stop" class="danger" title="Stop the turn (Esc)" hidden>Stop</button>
     </div>

@@ -13,6 +13,7 @@ import type { SessionViewState } from "../session";
 import { commandLine, sandboxLabel } from "../review/format";
 import { escapeHtml, inline, renderMarkdown, stablePrefix } from "./markdown";
 import type { FromWebview, ToWebview } from "./messages";
+import { activeMention, insertMention, type MentionItem } from "../mentions";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
@@ -104,6 +105,10 @@ window.addEventListener("message", (ev: MessageEvent<ToWebview>) => {
 	const m = ev.data;
 	if (m.type === "perf") {
 		post({ type: "perf", data: { ...perf, items: recs.length, domItems: list.childElementCount } });
+		return;
+	}
+	if (m.type === "mentionItems") {
+		showMentions(m.seq, m.items);
 		return;
 	}
 	if (m.type === "perfReset") {
@@ -554,7 +559,7 @@ function renderState(s: SessionViewState): void {
 	stopBtn.hidden = !s.running;
 	sendBtn.textContent = s.running ? "Steer" : "Send";
 	sendBtn.title = s.running ? "Send into the running turn (Enter)" : "Send (Enter)";
-	input.placeholder = s.running ? "Steer the running turn…" : "Ask agentd…";
+	input.placeholder = s.running ? "Steer the running turn…" : "Ask agentd… (@ to mention a file, folder or symbol)";
 	$("activity").innerHTML = s.running ? `<span class="dot"></span>${escapeHtml(s.activity ?? "working")}…` : "";
 	$("usage").textContent = s.usage ? `context ${s.usage.contextPercent}% of ${Math.round(s.usage.contextLength / 1024)}k` : "";
 	const rv = $("reviews");
@@ -589,8 +594,12 @@ function autosize(): void {
 	input.style.height = `${Math.min(input.scrollHeight, 240)}px`;
 }
 
-input.addEventListener("input", autosize);
+input.addEventListener("input", () => {
+	autosize();
+	queryMentions();
+});
 input.addEventListener("keydown", (e) => {
+	if (mentionKey(e)) return;
 	if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
 		e.preventDefault();
 		send();
@@ -604,6 +613,113 @@ input.addEventListener("keydown", (e) => {
 	}
 });
 sendBtn.addEventListener("click", send);
+
+// ---- @ mentions: a completion list above the input ----
+
+const mentionsEl = $("mentions");
+let mentionSeq = 0;
+let mentionAt: { start: number; query: string } | undefined;
+let mentionItems: MentionItem[] = [];
+let mentionSel = 0;
+
+function queryMentions(): void {
+	const caret = input.selectionStart ?? input.value.length;
+	const am = input.selectionStart === input.selectionEnd ? activeMention(input.value, caret) : undefined;
+	mentionAt = am;
+	if (!am) return closeMentions();
+	post({ type: "mentionQuery", seq: ++mentionSeq, query: am.query });
+}
+
+function showMentions(seq: number, items: MentionItem[]): void {
+	if (seq !== mentionSeq || !mentionAt) return; // an older answer, or closed meanwhile
+	mentionItems = items;
+	mentionSel = 0;
+	if (!items.length) {
+		mentionsEl.innerHTML = `<div class="mention-none">${mentionAt.query.startsWith("#") ? (mentionAt.query.length > 1 ? "No symbol found" : "Type a symbol name") : "No file or folder found"}</div>`;
+		mentionsEl.hidden = false;
+		return;
+	}
+	const icon: Record<MentionItem["kind"], string> = { open: "▤", file: "▢", folder: "▸", symbol: "ƒ" };
+	mentionsEl.innerHTML = items
+		.map(
+			(it, i) =>
+				`<div class="mention${i === 0 ? " sel" : ""}" role="option" id="mention-${i}" data-i="${i}" aria-selected="${i === 0}" title="${escapeHtml(it.token)}"><span class="mk mk-${it.kind}">${icon[it.kind]}</span><span class="ml">${escapeHtml(it.label)}</span>${it.detail ? `<span class="md-detail">${escapeHtml(it.detail)}</span>` : ""}</div>`,
+		)
+		.join("");
+	mentionsEl.hidden = false;
+	input.setAttribute("aria-activedescendant", "mention-0");
+}
+
+function closeMentions(): void {
+	mentionAt = undefined;
+	mentionItems = [];
+	mentionSeq++;
+	mentionsEl.hidden = true;
+	mentionsEl.innerHTML = "";
+	input.removeAttribute("aria-activedescendant");
+}
+
+function selectMention(i: number): void {
+	if (!mentionItems.length) return;
+	mentionSel = (i + mentionItems.length) % mentionItems.length;
+	mentionsEl.querySelectorAll(".mention").forEach((el, k) => {
+		el.classList.toggle("sel", k === mentionSel);
+		el.setAttribute("aria-selected", String(k === mentionSel));
+	});
+	mentionsEl.querySelector(".mention.sel")?.scrollIntoView({ block: "nearest" });
+	input.setAttribute("aria-activedescendant", `mention-${mentionSel}`);
+}
+
+function pickMention(i: number): void {
+	const it = mentionItems[i];
+	const at = mentionAt;
+	if (!it || !at) return closeMentions();
+	const r = insertMention(input.value, at.start, input.selectionStart ?? input.value.length, it.token);
+	input.value = r.text;
+	input.setSelectionRange(r.caret, r.caret);
+	if (it.kind === "symbol") post({ type: "mentionPick", token: it.token, id: it.id });
+	closeMentions();
+	autosize();
+	input.focus();
+	// A folder stays open for its files.
+	if (it.kind === "folder") queryMentions();
+}
+
+/** Keys while the list is open; true when the key was the list's. */
+function mentionKey(e: KeyboardEvent): boolean {
+	if (mentionsEl.hidden || e.isComposing) return false;
+	const take = () => {
+		e.preventDefault();
+		e.stopPropagation();
+		return true;
+	};
+	switch (e.key) {
+		case "ArrowDown":
+			selectMention(mentionSel + 1);
+			return take();
+		case "ArrowUp":
+			selectMention(mentionSel - 1);
+			return take();
+		case "Enter":
+		case "Tab":
+			if (e.shiftKey || !mentionItems.length) return false;
+			pickMention(mentionSel);
+			return take();
+		case "Escape":
+			closeMentions();
+			return take();
+	}
+	return false;
+}
+
+// Mouse: mousedown (not click) so the input keeps the focus and the caret.
+mentionsEl.addEventListener("mousedown", (e) => {
+	const row = (e.target as HTMLElement).closest(".mention") as HTMLElement | null;
+	e.preventDefault();
+	if (row) pickMention(Number(row.dataset.i));
+});
+input.addEventListener("blur", () => closeMentions());
+input.addEventListener("click", () => queryMentions());
 stopBtn.addEventListener("click", () => post({ type: "stop" }));
 $("session").addEventListener("click", () => post({ type: "pickSession" }));
 $("model").addEventListener("click", () => post({ type: "pickModel" }));

@@ -1,6 +1,7 @@
 // Messages between the extension host and the chat webview.
 import type { ChatChange, ChatItem } from "../chat/model";
 import type { SessionViewState } from "../session";
+import type { MentionItem } from "../mentions";
 
 export type ToWebview =
 	| { type: "snapshot"; items: ChatItem[]; state: SessionViewState }
@@ -8,6 +9,7 @@ export type ToWebview =
 	| { type: "state"; state: SessionViewState }
 	| { type: "focusInput" }
 	| { type: "prefill"; text: string }
+	| { type: "mentionItems"; seq: number; items: MentionItem[] }
 	| { type: "perf" }
 	| { type: "perfReset" };
 
@@ -15,6 +17,8 @@ export type FromWebview =
 	| { type: "ready" }
 	| { type: "send"; text: string; includeActiveFile: boolean }
 	| { type: "stop" }
+	| { type: "mentionQuery"; seq: number; query: string }
+	| { type: "mentionPick"; token: string; id?: string }
 	| { type: "newSession" }
 	| { type: "pickSession" }
 	| { type: "pickModel" }

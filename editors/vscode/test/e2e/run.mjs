@@ -205,6 +205,13 @@ const scripts = {
 			{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
 		],
 	},
+	mentions: {
+		models,
+		turns: [
+			{ name: "answer", when: { lastUserContains: "what is in @cart.go" }, reply: { text: "The cart and its total." } },
+			{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
+		],
+	},
 	context: {
 		models,
 		turns: [
@@ -1262,6 +1269,56 @@ async function contextScenario({ page, chat, fake }) {
 	await page.screenshot({ path: path.join(OUT_DIR, "10-ask-about-selection.png") });
 }
 
+/** The @ list: type "@car", pick cart.go with the keyboard, send; the model gets cart.go's content. */
+async function mentionsScenario({ page, chat, fake }) {
+	await fakeReset(fake, scripts.mentions);
+	await newSession(chat);
+	// No editor open: cart.go can reach the model only through the mention.
+	await palette(page, "View: Close All Editors");
+	await chat.locator("#chips .chip.toggle").waitFor({ state: "detached", timeout: 10000 });
+	const input = chat.locator("#input");
+	const list = chat.locator("#mentions");
+	// The list in each theme (the picker takes the focus, so the theme is applied first).
+	for (const [theme, cls, short] of THEMES) {
+		await palette(page, "Preferences: Color Theme");
+		const q = page.locator(".quick-input-widget input");
+		await q.fill(theme);
+		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().click();
+		await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 20000 });
+		await input.click();
+		await input.fill("");
+		await input.pressSequentially("look at @");
+		await list.locator(".mention", { hasText: "open" }).first().waitFor({ timeout: 10000 });
+		await page.screenshot({ path: path.join(OUT_DIR, `11-mentions-${short}.png`) });
+		await input.press("Escape");
+		await list.waitFor({ state: "hidden", timeout: 5000 });
+		await input.fill("");
+	}
+	await input.click();
+	await input.pressSequentially("what is in @car");
+	await list.locator(".mention.sel", { hasText: "cart.go" }).waitFor({ timeout: 10000 });
+	const rows = await list.locator(".mention").allTextContents();
+	if (rows.length < 1 || !rows[0].includes("cart.go")) throw new Error(`the @car list: ${JSON.stringify(rows)}`);
+	// Keyboard: down and back up, then Enter picks (and does not send).
+	if (rows.length > 1) {
+		await input.press("ArrowDown");
+		await list.locator(".mention.sel", { hasText: rows[1].trim() }).waitFor({ timeout: 5000 });
+		await input.press("ArrowUp");
+		await list.locator(".mention.sel", { hasText: "cart.go" }).waitFor({ timeout: 5000 });
+	}
+	await input.press("Enter");
+	await list.waitFor({ state: "hidden", timeout: 5000 });
+	const value = await input.inputValue();
+	if (value !== "what is in @cart.go ") throw new Error(`the pick inserted ${JSON.stringify(value)}`);
+	await input.press("Enter");
+	await chat.locator(".item.assistant", { hasText: "The cart and its total" }).waitFor({ timeout: 20000 });
+	const reqs = await fakeRequests(fake);
+	const body = JSON.stringify(reqs.at(-1)?.body.messages ?? []);
+	const marker = CART.split("\n").find((l) => l.includes("func "));
+	if (!marker || !body.includes(JSON.stringify(marker).slice(1, -1))) throw new Error(`cart.go's content did not reach the model (looked for ${JSON.stringify(marker)}): ${body.slice(0, 2000)}`);
+	if (!body.includes("what is in @cart.go")) throw new Error("the prompt lost its @ token");
+}
+
 /** Time from the daemon's review/requested (as the extension received it) to the review on screen. */
 async function reviewLatency(page, chat, fake, label) {
 	await fakeReset(fake, benchReviewScript);
@@ -1657,6 +1714,7 @@ async function main() {
 			["grant", grantScenario],
 			["stop", stopScenario],
 			["context", contextScenario],
+			["mentions", mentionsScenario],
 			["queue", queueScenario],
 			["multiline", multilineScenario],
 			["approvals", approvalsScenario],
