@@ -542,6 +542,14 @@ async function themedShots(page, name) {
 	}
 }
 
+/** Focuses the active editor and puts the cursor on its first line, waiting for each (a key pressed
+ * before the editor has focus is lost). */
+async function focusEditorTop(page) {
+	await focusEditor(page);
+	await page.keyboard.press("Control+Home");
+	await page.locator(".statusbar-item", { hasText: "Ln 1, Col 1" }).waitFor({ timeout: 10000 });
+}
+
 /** A clickable CodeLens by its text. */
 function lens(page, text) {
 	return page.locator(".codelens-decoration a", { hasText: text });
@@ -998,8 +1006,7 @@ async function multilineScenario({ page, chat, fake, data }) {
 	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
 	await themedShots(page, "20-review-one-accepted");
 	// Undo with the key, in the editor.
-	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await focusEditor(page);
 	await page.keyboard.press("Control+Alt+u");
 	await page.locator(".statusbar-item", { hasText: "2 hunks to review" }).waitFor({ timeout: 10000 });
 	await thread(page, "Farewell says goodbye").locator(".comment-body a", { hasText: "Accept" }).first().click();
@@ -1007,8 +1014,7 @@ async function multilineScenario({ page, chat, fake, data }) {
 	// Reject the rest with a reason: the accepted hunk is applied, the other is not, the model reads why.
 	const REASON = "no comments on Count please";
 	// The file's lens (at the top) now offers to reject the rest.
-	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.keyboard.press("Control+Home");
+	await focusEditorTop(page);
 	await lens(page, "Reject the rest with reason…").click();
 	const input = page.locator(".quick-input-widget input");
 	await input.waitFor({ state: "visible" });
@@ -1253,8 +1259,7 @@ async function contextScenario({ page, chat, fake }) {
 	await page.locator(".quick-input-widget input").fill("greet.go");
 	await page.locator(".quick-input-list .monaco-list-row", { hasText: "greet.go" }).first().click();
 	await editorTab(page, "greet.go");
-	await page.locator(".monaco-editor .view-lines").first().click();
-	await page.keyboard.press("Control+Home");
+	await focusEditorTop(page);
 	for (let i = 0; i < 3; i++) await page.keyboard.press("ArrowDown");
 	await page.keyboard.press("Shift+ArrowDown");
 	await page.keyboard.press("Shift+ArrowDown");
@@ -1434,16 +1439,24 @@ async function editorText(page) {
 
 async function openFile(page, name) {
 	await palette(page, "Go to File");
-	await page.locator(".quick-input-widget input").fill(name);
-	await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click();
-	await editorTab(page, name);
+	// By its absolute path: Quick Open lists an existing file by path at once, while a file just
+	// written may not be in its file index yet.
+	await page.locator(".quick-input-widget input").fill(path.join(WS, name));
+	await page.locator(".quick-input-list .monaco-list-row", { hasText: path.basename(name) }).first().click();
+	await editorTab(page, path.basename(name));
+}
+
+/** Focuses the editor of the active group with the keyboard (a click may land on a review's
+ * comment thread inside it) and waits until it has the focus. */
+async function focusEditor(page) {
+	await page.keyboard.press("Control+1");
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
 }
 
 async function dirtyBufferScenario({ page, chat, fake }) {
 	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
 	await openFile(page, "greet.go");
-	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.keyboard.press("Control+Home");
+	await focusEditorTop(page);
 	await page.keyboard.type("// draft, not saved\n");
 	await page.locator(".tabs-container .tab.dirty", { hasText: "greet.go" }).waitFor();
 	await fakeReset(fake, scripts.dirty);
@@ -1493,22 +1506,21 @@ async function ollamaDownScenario({ page, chat, ctx }) {
 }
 
 async function missingBinaryScenario({ page, chat, ctx }) {
-	// Change the setting the way a user does: in settings.json, saved from the editor.
-	const file = path.join(ctx.data, "User", "settings.json");
-	const settings = JSON.parse(fs.readFileSync(file, "utf8"));
-	settings["agentd.path"] = "/nonexistent/agentd";
-	await palette(page, "Preferences: Open User Settings (JSON)");
+	// Change the setting the way a user of a remote VS Code does: in the remote (machine)
+	// settings.json, where the harness set it, saved from the editor.
+	await palette(page, "Preferences: Open Remote Settings (JSON)");
 	await editorTab(page, "settings.json");
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
 	await page.keyboard.press("Control+a");
-	await page.keyboard.insertText(JSON.stringify(settings, null, 1));
+	await page.keyboard.insertText(JSON.stringify({ "agentd.path": "/nonexistent/agentd" }, null, 1));
 	await page.keyboard.press("Control+s");
 	const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "apply after a reconnect" });
 	await toast.waitFor({ timeout: 30000 });
 	await toast.locator(".monaco-button", { hasText: "Reconnect" }).click();
 	const banner = chat.locator("#conn.bad");
-	// (code-server applies machine-scoped settings from the user settings only at startup, so the
-	// message may name PATH rather than the new path: either way it says what is missing.)
+	// (whether code-server has re-read the machine settings yet or not, the message names the
+	// missing binary: the new path, or agentd on PATH.)
 	await banner.locator(".err-msg", { hasText: "agentd was not found" }).waitFor({ timeout: 20000 });
 	await banner.locator("button", { hasText: "Settings" }).waitFor();
 	await page.locator(".statusbar-item", { hasText: "agentd" }).first().waitFor();
@@ -1629,6 +1641,11 @@ async function main() {
 		"agentd.includeActiveFile": true,
 	};
 	fs.writeFileSync(path.join(data, "User", "settings.json"), JSON.stringify(settings, null, 1));
+	// agentd.path is machine-overridable: code-server reads such a setting from the user settings
+	// only at startup, and drops it at the first reload of that file (a theme preview rewrites it).
+	// The remote machine's settings keep it, as a user of a remote VS Code would set it.
+	fs.mkdirSync(path.join(data, "Machine"), { recursive: true });
+	fs.writeFileSync(path.join(data, "Machine", "settings.json"), JSON.stringify({ "agentd.path": AGENTD_BIN }, null, 1));
 	fs.writeFileSync(path.join(RUN, "config.yaml"), `bind-addr: 127.0.0.1:${PORT}\nauth: none\ncert: false\n`);
 	const xdg = {
 		XDG_CONFIG_HOME: path.join(RUN, "xdg", "config"),
