@@ -1453,6 +1453,30 @@ async function focusEditor(page) {
 	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
 }
 
+async function instructionsScenario({ page, chat, fake }) {
+	// A trusted workspace with an AGENTS.md: the session uses it, and the status bar says so.
+	const agentsMd = path.join(WS, "AGENTS.md");
+	const trust = path.join(RUN, "xdg", "state", "agentd", "trusted-workspaces");
+	fs.writeFileSync(agentsMd, "# Project rules\nUse tabs. Run go test before you answer.\n");
+	fs.mkdirSync(path.dirname(trust), { recursive: true });
+	fs.writeFileSync(trust, fs.realpathSync(WS) + "\n");
+	try {
+		await fakeReset(fake, scripts.grant);
+		await newSession(chat);
+		await send(chat, "hello there");
+		await chat.locator(".item.assistant", { hasText: "Nothing is scripted" }).waitFor({ timeout: 30000 });
+		const reqs = await fakeRequests(fake);
+		if (!JSON.stringify(reqs).includes("Run go test before you answer")) throw new Error("AGENTS.md did not reach the model");
+		await page.locator('.statusbar-item[id$="agentd.status"]').first().hover();
+		await page.locator(".monaco-hover", { hasText: "Using AGENTS.md" }).first().waitFor({ timeout: 15000 });
+		await page.screenshot({ path: path.join(OUT_DIR, "24-instructions-tooltip.png") });
+		await page.mouse.move(600, 400);
+	} finally {
+		fs.rmSync(agentsMd, { force: true });
+		fs.rmSync(trust, { force: true });
+	}
+}
+
 async function dirtyBufferScenario({ page, chat, fake }) {
 	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
 	await openFile(page, "greet.go");
@@ -1740,6 +1764,7 @@ async function main() {
 			["changes", changesScenario],
 			["resume", resumeScenario],
 			// The turn fails on purpose: its error notification is expected.
+			["instructions", instructionsScenario],
 			["failure", failureScenario, { expect: [/model '[^']+' not found/] }],
 			["dirtyBuffer", dirtyBufferScenario],
 			["diagnostics", (c) => diagnosticsScenario(c, { WS, models, palette, openFile, newSession, send, fakeReset, fakeRequests, waitFor, lens, say })],
