@@ -55,6 +55,16 @@ func TestOfficialClient(t *testing.T) {
 		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"),
 		"XDG_CACHE_HOME="+filepath.Join(home, "cache"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"),
 		"AGENTD_MODEL=qwen3:8b", "AGENTD_APPROVAL=", "AGENTD_LOG=")
+	// The everything MCP server, when installed (.ci/run does), is passed as an mcpServers entry.
+	mcpDir := os.Getenv("AGENTD_MCP_SERVERS")
+	if mcpDir == "" {
+		mcpDir = "/opt/agentd-e2e/mcp"
+	}
+	if entry := filepath.Join(mcpDir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"); fileExists(entry) {
+		cmd.Env = append(cmd.Env, "MCP_EVERYTHING="+entry, "NODE_BIN="+node)
+	} else {
+		t.Logf("the everything MCP server is not installed (%s): only a server that cannot start is passed", entry)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte("[acp-e2e] ok")) {
 		t.Fatalf("the ACP client test failed (%v):\n%s", err, out)
@@ -206,3 +216,5 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 	}
 	return n
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -5,13 +5,16 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/fsafe"
+	"github.com/agentd/agentd/tools/mcp"
 )
 
 // Runtime is the process's session harness (harness.Runtime).
@@ -24,10 +27,13 @@ type opened struct{ h *harness.Harness }
 type openSpec struct {
 	ID, Workspace string
 	Overlay       *clientFiles // nil: no client file system
+	// MCPServers are the client's servers (session/new and session/load mcpServers), for this
+	// session only.
+	MCPServers []mcp.ServerConfig
 }
 
 func openSession(rt *Runtime, spec openSpec) (*opened, error) {
-	hs := harness.SessionSpec{ID: spec.ID, Workspace: spec.Workspace}
+	hs := harness.SessionSpec{ID: spec.ID, Workspace: spec.Workspace, MCPServers: spec.MCPServers}
 	if spec.Overlay != nil {
 		hs.Overlay, hs.Writer = spec.Overlay, spec.Overlay
 	}
@@ -116,3 +122,67 @@ func validMode(mode string) bool { _, err := policy.ParseMode(mode); return err 
 var _ fsafe.Writer = (*clientFiles)(nil)
 
 func (o *opened) workspace() string { return o.h.Workspace() }
+
+// mcpProblems says which of the client's servers (by their agentd names) give the session no tools,
+// and why: left out before starting, or failed to start.
+func (o *opened) mcpProblems(client []mcp.ServerConfig) []string {
+	out := append([]string(nil), o.h.MCPNotes()...)
+	mine := map[string]bool{}
+	for _, sc := range client {
+		mine[sc.Name] = true
+	}
+	for _, st := range o.h.MCPStatus() {
+		if mine[st.Name] && st.State != mcp.StateReady {
+			out = append(out, "MCP server "+st.Name+" did not start; its tools are not available in this session: "+st.Error)
+		}
+	}
+	return out
+}
+
+// clientMCP converts the client's mcpServers entries. An entry that is not valid does not stop the
+// session: it is left out, with a note for the user.
+func clientMCP(raw []json.RawMessage) ([]mcp.ServerConfig, []string) {
+	var out []mcp.ServerConfig
+	var notes []string
+	for _, r := range raw {
+		var e struct {
+			Type    string   `json:"type"`
+			Name    string   `json:"name"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+			Env     []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"env"`
+			URL     string `json:"url"`
+			Headers []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"headers"`
+		}
+		if err := json.Unmarshal(r, &e); err != nil {
+			notes = append(notes, fmt.Sprintf("an MCP server entry is not valid and was not started: %v", err))
+			continue
+		}
+		cs := mcp.ClientServer{Type: e.Type, Name: e.Name, Command: e.Command, Args: e.Args, URL: e.URL}
+		for _, v := range e.Env {
+			if cs.Env == nil {
+				cs.Env = map[string]string{}
+			}
+			cs.Env[v.Name] = v.Value
+		}
+		for _, h := range e.Headers {
+			if cs.Headers == nil {
+				cs.Headers = map[string]string{}
+			}
+			cs.Headers[h.Name] = h.Value
+		}
+		sc, err := cs.Config()
+		if err != nil {
+			notes = append(notes, err.Error()+"; it was not started")
+			continue
+		}
+		out = append(out, sc)
+	}
+	return out, notes
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/tools/mcp"
 )
 
 // ProtocolVersion is the ACP version agentd speaks.
@@ -108,10 +109,20 @@ func (s *server) handleLine(line []byte) {
 		res, rerr := s.request(m)
 		if rerr != nil {
 			s.c.replyError(m.ID, rerr)
+		} else if a, ok := res.(afterReply); ok {
+			s.c.reply(m.ID, a.result)
+			a.then()
 		} else if res != deferred {
 			s.c.reply(m.ID, res)
 		}
 	}
+}
+
+// afterReply is a result with something to send once the client has it (notes about a session
+// the client cannot name before the session/new response).
+type afterReply struct {
+	result any
+	then   func()
 }
 
 // deferred is the result of a request answered later (session/prompt, at turn end).
@@ -202,7 +213,7 @@ func (s *server) initialize(params json.RawMessage) (any, *rpcError) {
 		"agentCapabilities": map[string]any{
 			"loadSession":        true,
 			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
+			"mcpCapabilities":    map[string]any{"http": true, "sse": false},
 		},
 		"authMethods": []any{},
 		"agentInfo":   map[string]any{"name": "agentd", "title": "agentd", "version": s.opts.Version},
@@ -243,20 +254,37 @@ func (s *server) newSession(params json.RawMessage) (any, *rpcError) {
 	if !filepath.IsAbs(p.Cwd) {
 		return nil, errorf(codeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)
 	}
-	if len(p.McpServers) > 0 {
-		slog.Warn("acp: the client's mcpServers are not used; agentd starts the servers of its own mcp.json", "count", len(p.McpServers))
-	}
-	ss, err := s.open(openSpec{Workspace: p.Cwd})
+	servers, notes := clientMCP(p.McpServers)
+	ss, err := s.open(openSpec{Workspace: p.Cwd, MCPServers: servers})
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"sessionId": ss.id, "modes": modeState(ss.o.mode())}, nil
+	return ss.withMCPNotes(map[string]any{"sessionId": ss.id, "modes": modeState(ss.o.mode())}, servers, notes), nil
+}
+
+// withMCPNotes sends, after the result, one agent_message_chunk per client MCP server that gives the
+// session no tools (also logged): the session starts without them.
+func (ss *session) withMCPNotes(result any, servers []mcp.ServerConfig, notes []string) any {
+	if len(servers) == 0 && len(notes) == 0 {
+		return result
+	}
+	notes = append(notes, ss.o.mcpProblems(servers)...)
+	if len(notes) == 0 {
+		return result
+	}
+	return afterReply{result: result, then: func() {
+		for _, n := range notes {
+			slog.Warn("acp: "+n, "session", ss.id)
+			ss.update(chunk("agent_message_chunk", n+"\n"))
+		}
+	}}
 }
 
 func (s *server) loadSession(params json.RawMessage) (any, *rpcError) {
 	var p struct {
-		SessionID string `json:"sessionId"`
-		Cwd       string `json:"cwd"`
+		SessionID  string            `json:"sessionId"`
+		Cwd        string            `json:"cwd"`
+		McpServers []json.RawMessage `json:"mcpServers"`
 	}
 	if err := decode(params, &p); err != nil {
 		return nil, err
@@ -264,18 +292,24 @@ func (s *server) loadSession(params json.RawMessage) (any, *rpcError) {
 	if p.SessionID == "" {
 		return nil, errorf(codeInvalidParams, "session/load needs a sessionId")
 	}
+	var servers []mcp.ServerConfig
+	var notes []string
 	ss := s.session(p.SessionID)
 	if ss == nil {
+		servers, notes = clientMCP(p.McpServers)
 		var rerr *rpcError
-		if ss, rerr = s.open(openSpec{ID: p.SessionID}); rerr != nil {
+		if ss, rerr = s.open(openSpec{ID: p.SessionID, MCPServers: servers}); rerr != nil {
 			return nil, rerr
 		}
+	} else if len(p.McpServers) > 0 {
+		// Open here already: it keeps the servers it started with.
+		slog.Info("acp: session/load of an open session keeps its MCP servers; the client's are not started again", "session", p.SessionID)
 	}
 	if ss.running() {
 		return nil, errorf(codeInvalidRequest, "a turn is running in session %s", p.SessionID)
 	}
 	ss.replay()
-	return map[string]any{"modes": modeState(ss.o.mode())}, nil
+	return ss.withMCPNotes(map[string]any{"modes": modeState(ss.o.mode())}, servers, notes), nil
 }
 
 // open opens a session's harness and starts its loop.

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -315,6 +316,9 @@ type SessionSpec struct {
 	// OllamaHost and ContextCap override the runtime's for this session (the editor's settings).
 	OllamaHost string
 	ContextCap int
+	// MCPServers are extra MCP servers for this session only (a front end's, e.g. ACP's
+	// session/new mcpServers): started like the servers of mcp.json, which win a name clash.
+	MCPServers []mcp.ServerConfig
 }
 
 // Overlay is the editors' open documents, as the tools read them (fsafe and grep).
@@ -348,6 +352,10 @@ type Harness struct {
 	closeOnce   sync.Once
 	// mcp holds the session's MCP servers (tools/mcp), started in build, shut down in Close.
 	mcp *mcp.Set
+	// clientMCP are the front end's servers for this session (SessionSpec.MCPServers);
+	// mcpNotes says which of them were not started, and why (MCPNotes).
+	clientMCP []mcp.ServerConfig
+	mcpNotes  []string
 	// factsOnce fixes the workspace facts and project instructions for the session: they go into
 	// every request, so they are read once.
 	factsOnce sync.Once
@@ -412,6 +420,7 @@ func (rt *Runtime) Open(spec SessionSpec) (*Harness, error) {
 	}
 	h.overlay = spec.Overlay
 	h.diags = spec.Diagnostics
+	h.clientMCP = spec.MCPServers
 	if err := h.build(spec.Writer, spec.OllamaHost); err != nil {
 		if h.mcp != nil {
 			h.mcp.Close()
@@ -721,8 +730,8 @@ func (u unavailableRunner) Describe(network bool) (string, error) {
 	return "", fmt.Errorf("no sandbox available: %s", strings.Join(u.rt.features.Missing(), "; "))
 }
 
-// startMCP starts the MCP servers of the user's configuration ($XDG_CONFIG_HOME/agentd/mcp.json)
-// for this session; their tools join the registry after the built-in ones. A server that does not
+// startMCP starts the MCP servers of the user's configuration ($XDG_CONFIG_HOME/agentd/mcp.json),
+// and those a trusted workspace proposes that the user approved, for this session; their tools join the registry after the built-in ones. A server that does not
 // start is logged and leaves no tools; a configuration that does not parse stops the session.
 func (h *Harness) startMCP() error {
 	rt := h.rt
@@ -732,6 +741,31 @@ func (h *Harness) startMCP() error {
 	}
 	if err != nil {
 		return err
+	}
+	// The workspace's proposals: only in a trusted workspace, each once the user approved it.
+	_, warnings = mcp.AddProposals(cfg, h.ws.root, trustedWorkspace(rt.opts.Policy, h.ws.root), rt.opts.Policy.StateDir)
+	for _, w := range warnings {
+		slog.Warn("mcp", "warning", w)
+	}
+	if len(h.clientMCP) > 0 {
+		merged := *cfg // a copy: the client's servers are this session's only
+		merged.Servers = slices.Clone(cfg.Servers)
+		taken := map[string]bool{}
+		for _, sc := range cfg.Servers {
+			taken[strings.ToLower(sc.Name)] = true
+		}
+		for _, sc := range h.clientMCP {
+			if taken[strings.ToLower(sc.Name)] {
+				note := fmt.Sprintf("MCP server %s is not started: a server of that name is already configured for this session", sc.Name)
+				slog.Warn("mcp", "warning", note)
+				h.mcpNotes = append(h.mcpNotes, note)
+				continue
+			}
+			taken[strings.ToLower(sc.Name)] = true
+			merged.Servers = append(merged.Servers, sc)
+		}
+		slices.SortFunc(merged.Servers, func(a, b mcp.ServerConfig) int { return strings.Compare(a.Name, b.Name) })
+		cfg = &merged
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -749,6 +783,10 @@ func (h *Harness) startMCP() error {
 	})
 	return nil
 }
+
+// MCPNotes says which of the front end's servers (SessionSpec.MCPServers) were left out before
+// starting; MCPStatus has the ones that failed to start.
+func (h *Harness) MCPNotes() []string { return h.mcpNotes }
 
 // MCPStatus describes the session's MCP servers and their tools.
 func (h *Harness) MCPStatus() []mcp.ServerStatus {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,8 @@ import (
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
-// doctorMCP starts the MCP servers of the user's configuration the way a session does (stdio
+// doctorMCP lists the servers the workspace (the current directory) proposes and their state, and
+// starts the MCP servers of the user's configuration, plus the approved proposals, the way a session does (stdio
 // servers in the sandbox, with the current directory as the workspace) and lists their state and
 // tools.
 func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) {
@@ -28,6 +30,26 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 	if err != nil {
 		report(false, "mcp", err.Error(), "correct "+file)
 		return
+	}
+	// The workspace's proposals: listed with their state; the approved ones of a trusted workspace
+	// start below like the user's own.
+	trusted := workspaceTrusted(opts.Policy, wd)
+	props, pw := mcp.AddProposals(cfg, wd, trusted, opts.Policy.StateDir)
+	for _, w := range pw {
+		slog.Debug("mcp", "warning", w)
+	}
+	for _, p := range props {
+		what := "mcp proposal " + p.Server.Name
+		switch {
+		case !trusted:
+			warn(what, fmt.Sprintf("ignored: the workspace is not trusted (%s)", p.File), "")
+		case p.Err != "":
+			warn(what, fmt.Sprintf("cannot start (%s): %s", p.File, p.Err), "")
+		case !p.Approved:
+			warn(what, fmt.Sprintf("not approved (%s): %s", p.File, p.Describe()), p.ApproveCommand())
+		default:
+			report(true, what, fmt.Sprintf("approved (%s)", p.File), "")
+		}
 	}
 	if len(cfg.Servers) == 0 {
 		fmt.Printf("[ok  ] mcp: no servers configured (%s)\n", file)

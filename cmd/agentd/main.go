@@ -4,6 +4,7 @@
 //	agentd serve --stdio | --listen  the editor daemon (LSP base protocol)
 //	agentd connect                   an editor's entry point: forwards stdio to the shared daemon
 //	agentd revert                    restores the files of a session's last turn
+//	agentd mcp approve [NAME]        lists / approves the MCP servers a workspace proposes
 //	agentd doctor                    checks Ollama, the model, ripgrep and the sandbox
 //	agentd version
 package main
@@ -46,6 +47,8 @@ func main() {
 		code = doctorCmd(args)
 	case "revert":
 		code = revertCmd(args)
+	case "mcp":
+		code = mcpCmd(args)
 	case "version", "--version", "-v":
 		fmt.Println("agentd", version)
 	case "help", "--help", "-h":
@@ -67,6 +70,7 @@ usage:
   agentd connect [--socket PATH]
   agentd acp                       an Agent Client Protocol agent on stdio (Zed, JetBrains, …)
   agentd revert [-C DIR] [--session ID] [--turn T]
+  agentd mcp approve [-C DIR] [--yes] [NAME]   list / approve the MCP servers a trusted workspace proposes
   agentd doctor
   agentd version
 

@@ -107,23 +107,13 @@ type Config struct {
 var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,31}$`)
 
 // LoadConfig reads <configDir>/mcp.json. A missing file is an empty configuration. Warnings are
-// things the user should know that do not stop agentd (a workspace proposing servers, a disabled
-// server).
+// things the user should know that do not stop agentd (a disabled server).
 //
-// Workspace-proposed servers (<workspace>/.agentd/mcp.json, <workspace>/.mcp.json) are never
-// started: starting one runs the repository's code, and the per-server approval this needs is not
-// built yet. Their presence is reported as a warning that says how to use them.
-func LoadConfig(configDir, workspace string) (*Config, []string, error) {
+// The workspace argument is not read here: the servers a workspace proposes
+// (<workspace>/.agentd/mcp.json, <workspace>/.mcp.json) start only in a trusted workspace and once
+// the user approved each definition; see AddProposals.
+func LoadConfig(configDir, _ string) (*Config, []string, error) {
 	var warnings []string
-	if workspace != "" {
-		for _, rel := range []string{filepath.Join(".agentd", ConfigFile), ".mcp.json"} {
-			if st, err := os.Lstat(filepath.Join(workspace, rel)); err == nil && st.Mode().IsRegular() {
-				warnings = append(warnings, fmt.Sprintf("the workspace proposes MCP servers in %s; agentd does not start "+
-					"servers a workspace proposes (starting one runs the repository's code): copy the ones you trust to %s",
-					rel, filepath.Join(configDir, ConfigFile)))
-			}
-		}
-	}
 	if configDir == "" {
 		return &Config{}, warnings, nil
 	}
@@ -268,4 +258,50 @@ func sortedEnv(env map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ClientServer is a server a front end passes for one session: ACP's session/new mcpServers entry
+// ({name, command, args, env} for stdio, {type: "http", name, url, headers} for HTTP). It goes
+// through the same checks and start path as a server of mcp.json, without agentd's own keys.
+type ClientServer struct {
+	Type    string // "", "stdio", "http"; "sse" is refused
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
+	Headers map[string]string
+}
+
+// Config turns the client's server into a ServerConfig. The client's name may be any text: it is
+// reduced to the characters a tool-name prefix allows (others become '-', at most 32).
+func (cs ClientServer) Config() (ServerConfig, error) {
+	name := clientName(cs.Name)
+	sc := ServerConfig{Name: name, Command: cs.Command, Args: cs.Args, URL: cs.URL, Type: cs.Type}
+	if strings.EqualFold(cs.Type, "sse") {
+		return sc, fmt.Errorf("MCP server %q: SSE servers are not supported (stdio or http)", cs.Name)
+	}
+	if len(cs.Env) > 0 {
+		sc.Env = cs.Env
+	}
+	if len(cs.Headers) > 0 {
+		sc.Headers = cs.Headers
+	}
+	if err := sc.check(); err != nil {
+		return sc, fmt.Errorf("MCP server %q: %w", cs.Name, err)
+	}
+	return sc, nil
+}
+
+func clientName(s string) string {
+	b := []byte(strings.TrimLeft(s, "-_ ."))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 32 {
+		b = b[:32]
+	}
+	return string(b)
 }

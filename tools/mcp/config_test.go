@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,23 +62,92 @@ func TestConfigRefusals(t *testing.T) {
 	}
 }
 
-func TestWorkspaceProposedServersAreNotStarted(t *testing.T) {
-	conf, ws := t.TempDir(), t.TempDir()
+func TestWorkspaceProposalsNeedTrustAndApproval(t *testing.T) {
+	conf, ws, state := t.TempDir(), t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(ws, ".agentd"), 0o755)
-	os.WriteFile(filepath.Join(ws, ".agentd", "mcp.json"), []byte(`{"mcpServers":{"evil":{"command":"sh"}}}`), 0o644)
+	write := func(rel, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(".agentd", "mcp.json"), `{"mcpServers":{"tool":{"command":"srv","args":["a"]},"wide":{"command":"x","trustReadOnly":true}}}`)
+	write(".mcp.json", `{"mcpServers":{"tool":{"command":"other"},"web":{"type":"http","url":"http://127.0.0.1:1/mcp"}}}`)
 	os.WriteFile(filepath.Join(conf, "mcp.json"), []byte(`{"mcpServers":{"mine":{"command":"srv"}}}`), 0o600)
-	cfg, warnings, err := LoadConfig(conf, ws)
-	if err != nil {
+	names := func(c *Config) (out []string) {
+		for _, s := range c.Servers {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	load := func(trusted bool) (*Config, []Proposal, []string) {
+		t.Helper()
+		cfg, _, err := LoadConfig(conf, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, w := AddProposals(cfg, ws, trusted, state)
+		return cfg, ps, w
+	}
+
+	// Untrusted: nothing proposed starts, whatever was approved.
+	cfg, ps, w := load(false)
+	if got := names(cfg); !slices.Equal(got, []string{"mine"}) || len(ps) != 3 {
+		t.Fatalf("untrusted: servers %v, proposals %d", got, len(ps))
+	}
+	if !strings.Contains(strings.Join(w, "\n"), "not trusted") {
+		t.Errorf("untrusted: warnings %q", w)
+	}
+	// Trusted, not approved: nothing starts; the warning names the command.
+	cfg, ps, w = load(true)
+	if got := names(cfg); !slices.Equal(got, []string{"mine"}) {
+		t.Fatalf("unapproved: servers %v", got)
+	}
+	if !strings.Contains(strings.Join(w, "\n"), "agentd mcp approve tool") {
+		t.Errorf("unapproved: warnings %q", w)
+	}
+	byName := map[string]Proposal{}
+	for _, p := range ps {
+		byName[p.Server.Name] = p
+	}
+	if p := byName["tool"]; p.File != filepath.Join(".agentd", "mcp.json") || p.Server.Command != "srv" {
+		t.Errorf(".agentd/mcp.json must win over .mcp.json: %+v", p)
+	}
+	if p := byName["wide"]; p.Err == "" {
+		t.Errorf("a proposal setting trustReadOnly must be refused: %+v", p)
+	}
+	if err := OpenApprovals(state).Approve(ws, byName["wide"]); err == nil {
+		t.Error("a refused proposal was approved")
+	}
+	// Approved: that server starts, the other does not.
+	if err := OpenApprovals(state).Approve(ws, byName["tool"]); err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Servers) != 1 || cfg.Servers[0].Name != "mine" {
-		t.Errorf("servers %+v: only the user's own may start", cfg.Servers)
+	if cfg, _, _ = load(true); !slices.Equal(names(cfg), []string{"mine", "tool"}) {
+		t.Fatalf("approved: servers %v", names(cfg))
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "does not start servers a workspace proposes") {
-		t.Errorf("warnings %q", warnings)
+	if cfg, _, _ = load(false); !slices.Equal(names(cfg), []string{"mine"}) {
+		t.Fatalf("approved but no longer trusted: servers %v", names(cfg))
+	}
+	// The approval is per workspace.
+	other := t.TempDir()
+	os.MkdirAll(filepath.Join(other, ".agentd"), 0o755)
+	os.WriteFile(filepath.Join(other, ".agentd", "mcp.json"), []byte(`{"mcpServers":{"tool":{"command":"srv","args":["a"]}}}`), 0o644)
+	c2, _, _ := LoadConfig(conf, other)
+	if AddProposals(c2, other, true, state); !slices.Equal(names(c2), []string{"mine"}) {
+		t.Errorf("an approval in one workspace started a server in another: %v", names(c2))
+	}
+	// A changed definition (an argument) needs approval again; the old one comes back approved.
+	write(filepath.Join(".agentd", "mcp.json"), `{"mcpServers":{"tool":{"command":"srv","args":["b"]}}}`)
+	if cfg, _, w = load(true); !slices.Equal(names(cfg), []string{"mine"}) || !strings.Contains(strings.Join(w, "\n"), "needs your approval") {
+		t.Fatalf("changed: servers %v, warnings %q", names(cfg), w)
+	}
+	write(filepath.Join(".agentd", "mcp.json"), `{"mcpServers": {"tool": {"args": ["a"], "command": "srv"}}}`)
+	if cfg, _, _ = load(true); !slices.Equal(names(cfg), []string{"mine", "tool"}) {
+		t.Fatalf("same definition, other key order: servers %v", names(cfg))
 	}
 	// No file: no servers, no error.
-	cfg, _, err = LoadConfig(t.TempDir(), "")
+	cfg, _, err := LoadConfig(t.TempDir(), "")
 	if err != nil || len(cfg.Servers) != 0 {
 		t.Errorf("no file: %+v, %v", cfg, err)
 	}

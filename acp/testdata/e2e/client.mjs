@@ -3,7 +3,8 @@
 // line of the transcript (TRANSCRIPT_DIR/{client,agent}.jsonl) against the schema the library ships.
 //
 // env: AGENTD (binary), FAKEOLLAMA (binary), SCRIPT (fake Ollama script), WORKSPACE, TRANSCRIPT_DIR,
-// and the XDG_* directories agentd keeps its state in.
+// the XDG_* directories agentd keeps its state in, and optionally MCP_EVERYTHING and NODE_BIN (the
+// everything MCP server's entry point and node, passed as a session/new mcpServers entry).
 import { spawn } from "node:child_process";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { once } from "node:events";
@@ -88,7 +89,15 @@ let sessionId;
     assert.equal(ir.agentCapabilities.loadSession, true);
     assert.equal(ir.agentCapabilities.promptCapabilities.embeddedContext, true);
 
-    const ns = await ctx.request(methods.agent.session.new, { cwd: env.WORKSPACE, mcpServers: [] });
+    assert.deepEqual(ir.agentCapabilities.mcpCapabilities, { http: true, sse: false });
+
+    // The client's MCP servers: one that cannot start (reported as a message chunk, the session
+    // still starts) and, when MCP_EVERYTHING names its entry point, one that does.
+    const mcpServers = [{ name: "broken", command: "/nonexistent/mcp-server", args: [], env: [{ name: "A", value: "b" }] }];
+    if (env.MCP_EVERYTHING) {
+      mcpServers.push({ name: "everything", command: env.NODE_BIN, args: [env.MCP_EVERYTHING], env: [] });
+    }
+    const ns = await ctx.request(methods.agent.session.new, { cwd: env.WORKSPACE, mcpServers });
     sessionId = ns.sessionId;
     assert.equal(ns.modes.currentModeId, "ask");
     assert.deepEqual(ns.modes.availableModes.map((m) => m.id), ["ask", "auto-edit", "plan", "yolo"]);
@@ -104,6 +113,9 @@ let sessionId;
       prompt: [{ type: "text", text: "fix the answer in" }, { type: "resource_link", name: "answer.go", uri: "file://" + answer }],
     });
     assert.equal(r.stopReason, "end_turn");
+    const notes = updates.filter((u) => u.sessionUpdate === "agent_message_chunk" && /MCP server/.test(u.content.text)).map((u) => u.content.text);
+    assert.equal(notes.length, 1, "one note, about the broken MCP server: " + JSON.stringify(notes));
+    assert.match(notes[0], /broken did not start/);
     assert.deepEqual(asked.options.map((o) => o.kind).sort(), ["allow_always", "allow_always", "allow_once", "reject_always", "reject_once"].sort());
     assert.ok(asked.options.some((o) => o.kind === "allow_always" && /tool edit/.test(o.name)), "allow_always names its scope: " + JSON.stringify(asked.options));
     const diff = asked.toolCall.content.find((c) => c.type === "diff");
