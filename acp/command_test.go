@@ -1,0 +1,73 @@
+package acp
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/ollama/ollamatest"
+	"github.com/agentd/agentd/policy"
+)
+
+// TestCommandPermissionShowsTheExactCommand: the permission request for a command carries the
+// exact command line, its working directory and the sandbox, with kind execute; allowed once, it
+// runs in the sandbox and its output reaches the client in the tool call's update.
+func TestCommandPermissionShowsTheExactCommand(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fake := ollamatest.NewServer(&ollamatest.Script{Turns: []ollamatest.Turn{
+		{When: &ollamatest.Match{LastRole: "user"}, Reply: ollamatest.Reply{ToolCalls: []ollamatest.ToolCall{
+			{Name: "bash", Arguments: json.RawMessage(`{"command": "touch made-by-acp.txt && echo acp-command-ran"}`)}}}},
+		{Repeat: true, Reply: ollamatest.Reply{Text: "done"}},
+	}})
+	t.Cleanup(fake.Close)
+	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
+		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
+		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, why := rt.Sandbox(); why != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no sandbox on this machine: %v", why)
+		}
+		t.Skipf("no sandbox on this machine: %v", why)
+	}
+	p := newPeer(t, rt)
+	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.until("the initialize response", isResponse(1))
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
+	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
+	sid, _ := res["sessionId"].(string)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"make the file"}]}}`)
+	perm := p.until("the permission request", func(m map[string]any) bool { return m["method"] == "session/request_permission" })
+	raw, _ := json.Marshal(perm["params"])
+	shown := string(raw)
+	for _, want := range []string{`"kind":"execute"`, "touch made-by-acp.txt \u0026\u0026 echo acp-command-ran", "in " + ws, "sandbox: "} {
+		if !strings.Contains(shown, want) && !strings.Contains(shown, strings.ReplaceAll(want, "\u0026", `\u0026`)) {
+			t.Errorf("the permission request does not show %q:\n%s", want, shown)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made-by-acp.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the command ran before it was allowed (%v)", err)
+	}
+	id, _ := json.Marshal(perm["id"])
+	p.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`)
+	p.until("the command's output in a tool call update", func(m map[string]any) bool {
+		b, _ := json.Marshal(m)
+		return m["method"] == "session/update" && strings.Contains(string(b), "acp-command-ran") && strings.Contains(string(b), "tool_call_update")
+	})
+	if end := p.until("the prompt's response", isResponse(3)); end["result"] == nil {
+		t.Fatalf("prompt response: %v", end)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made-by-acp.txt")); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+}
