@@ -870,6 +870,16 @@ export class ReviewManager implements vscode.Disposable {
 		if (!e) return;
 		const s = scope ?? (await this.pickScope(e));
 		if (!s) return;
+		// A whole tool for the rest of the session is the broadest grant: say so and ask again.
+		if (s.kind === "tool") {
+			const yes = `Allow every ${s.tool} call`;
+			const ok = await vscode.window.showWarningMessage(
+				`Allow every ${s.tool} call for the rest of this session, without asking?`,
+				{ modal: true, detail: "Narrower scopes (this exact command, or its program) are offered first in the list." },
+				yes,
+			);
+			if (ok !== yes || !this.entries.has(e.params.reviewId)) return;
+		}
 		const { label: _label, ...bare } = s;
 		await this.decide(e, { type: "acceptForSession", scope: bare });
 	}

@@ -1217,6 +1217,14 @@ async function grantScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please count twice");
 	// Allow for the session from the chat's tool card: the scope picker offers the review's scopes.
+	// The whole tool first: it needs a confirmation; dismissing it leaves the review pending.
+	await chat.locator(".item.tool .actions button", { hasText: "Allow for session" }).first().click();
+	await page.locator(".quick-input-list .monaco-list-row", { hasText: "all bash calls" }).first().click();
+	const confirm = page.locator(".monaco-dialog-box", { hasText: "Allow every bash call" });
+	await confirm.waitFor({ timeout: 15000 });
+	await page.keyboard.press("Escape");
+	await confirm.waitFor({ state: "hidden", timeout: 10000 });
+	if (fs.existsSync(path.join(WS, "count-one.txt"))) throw new Error("the command ran although the whole-tool grant was not confirmed");
 	await chat.locator(".item.tool .actions button", { hasText: "Allow for session" }).first().click();
 	// Narrowest first: this exact command, then `touch` (which also covers the next command).
 	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "`touch`" }).first();
