@@ -545,9 +545,16 @@ async function themedShots(page, name) {
 /** Focuses the active editor and puts the cursor on its first line, waiting for each (a key pressed
  * before the editor has focus is lost). */
 async function focusEditorTop(page) {
-	await focusEditor(page);
-	await page.keyboard.press("Control+Home");
-	await page.locator(".statusbar-item", { hasText: "Ln 1, Col 1" }).waitFor({ timeout: 10000 });
+	// The extension may still move the cursor to the next pending hunk after a decision (focus
+	// follows the review): press again until the cursor stays on the first line.
+	const top = page.locator(".statusbar-item", { hasText: "Ln 1, Col 1" });
+	const deadline = Date.now() + 20000;
+	for (;;) {
+		await focusEditor(page);
+		await page.keyboard.press("Control+Home");
+		if (await top.waitFor({ timeout: 2000 }).then(() => true, () => false)) return;
+		if (Date.now() > deadline) throw new Error("timed out waiting for the cursor on the first line of the active editor");
+	}
 }
 
 /** A clickable CodeLens by its text. */
@@ -1013,9 +1020,14 @@ async function multilineScenario({ page, chat, fake, data }) {
 	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
 	// Reject the rest with a reason: the accepted hunk is applied, the other is not, the model reads why.
 	const REASON = "no comments on Count please";
-	// The file's lens (at the top) now offers to reject the rest.
-	await focusEditorTop(page);
-	await lens(page, "Reject the rest with reason…").click();
+	// The file's lens (at the top) now offers to reject the rest. (If the extension moves the
+	// cursor to the pending hunk after we went to the top, the lens scrolls away: go up again.)
+	const rejectRest = lens(page, "Reject the rest with reason…");
+	for (let tries = 0; ; tries++) {
+		await focusEditorTop(page);
+		if (await rejectRest.click({ timeout: 3000 }).then(() => true, () => false)) break;
+		if (tries >= 5) throw new Error("the file's lens 'Reject the rest with reason…' never became clickable at the top of cart.go");
+	}
 	const input = page.locator(".quick-input-widget input");
 	await input.waitFor({ state: "visible" });
 	await input.fill(REASON);
