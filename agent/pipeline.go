@@ -40,6 +40,10 @@ type GateDecision struct {
 	// nothing the model can do changes it (no one can give the approval the call needs). The
 	// result is marked Halt.
 	EndTurn bool
+	// By says who decided, for the audit log: "policy", "grant", "user", or the word an asker gave
+	// ("timeout", "unavailable"…). Empty: the audit log infers it (an allow by a gate it cannot
+	// name, a refusal by the user unless Type is PermissionDenied).
+	By string
 }
 
 // ExecFunc runs a prepared call. Middleware wraps it.

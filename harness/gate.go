@@ -11,7 +11,6 @@ import (
 	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools"
-	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/fsafe"
 	"github.com/agentd/agentd/tools/mcp"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -76,25 +75,10 @@ type gate struct {
 
 func newGate(h *Harness, ask Asker) *gate { return &gate{h: h, ask: ask} }
 
-// Decision is the gate's answer to one call, with who made it for the audit log (store.ByPolicy,
-// store.ByGrant, store.ByUser, or what the Asker's Answer.By said); By is "" when the gate failed.
-type Decision struct {
-	agent.GateDecision
-	By string
-}
-
-// decide is the kernel's gate: it hands who decided to the audit log (Audit.WrapGate), the one
-// place the harness uses the context for it.
-func (g *gate) decide(ctx context.Context, req agent.GateRequest) (agent.GateDecision, error) {
-	d, err := g.Decide(ctx, req)
-	if d.By != "" {
-		store.SetDecidedBy(ctx, d.By)
-	}
-	return d.GateDecision, err
-}
-
-// Decide decides one call: the policy's verdict, else the Asker's answer.
-func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (Decision, error) {
+// Decide is the kernel's gate: the policy's verdict, else the Asker's answer. The decision says who
+// made it (store.ByPolicy, store.ByGrant, store.ByUser, or what the Asker's Answer.By said) for
+// the audit log.
+func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (agent.GateDecision, error) {
 	preq := g.h.policyRequest(req)
 	v := g.h.Policy.Decide(preq)
 	switch v.Decision {
@@ -103,34 +87,35 @@ func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (Decision, err
 		if g.h.Policy.Grants().Covers(preq) {
 			by = store.ByGrant
 		}
-		sockets, _ := g.optIns(req)
-		return Decision{agent.GateDecision{Allow: true, Approval: approvalOf(sockets)}, by}, nil
+		sockets, _ := g.optIns(req, preq)
+		return agent.GateDecision{Allow: true, Approval: approvalOf(sockets), By: by}, nil
 	case policy.Deny:
-		return Decision{agent.GateDecision{Type: tools.PermissionDenied, Reason: v.Reason}, store.ByPolicy}, nil
+		return agent.GateDecision{Type: tools.PermissionDenied, Reason: v.Reason, By: store.ByPolicy}, nil
 	}
 	if g.ask == nil {
 		// Nobody to ask (agentd run without a terminal). Not a rejection by the user: the call
 		// gets its own result type, and the turn ends, since nothing the model does can obtain
 		// the approval.
-		return Decision{agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true,
-			Reason: v.Reason + "; no one can approve it here: there is no terminal or editor to ask the user. " + g.howToAllow(req, preq, v)}, store.ByPolicy}, nil
+		return agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true, By: store.ByPolicy,
+			Reason: v.Reason + "; no one can approve it here: there is no terminal or editor to ask the user. " + g.howToAllow(req, preq, v)}, nil
 	}
 	q := Question{Call: req, Request: preq, Verdict: v, Kind: kindOf(req)}
-	sockets, sensitive := g.optIns(req)
+	sockets, sensitive := g.optIns(req, preq)
 	q.Call.Preview = showOptIns(req.Preview, sockets, sensitive)
 	if v.Grantable {
 		q.Grants = g.h.Policy.Suggest(preq, v)
 	}
 	ans, err := g.ask.Ask(ctx, q)
 	if err != nil {
-		return Decision{}, err
+		return agent.GateDecision{}, err
 	}
 	by := ans.By
 	if by == "" {
 		by = store.ByUser
 	}
 	d, err := g.answer(ans, by, v, sockets, sensitive)
-	return Decision{d, by}, err
+	d.By = by
+	return d, err
 }
 
 // answer turns the Asker's answer into the kernel's decision.
@@ -226,12 +211,11 @@ func (g *gate) howToAllow(req agent.GateRequest, preq policy.Request, v policy.V
 // sockets the `socket` lines of the user's rules open for its command line, and the sensitive
 // workspace files it names (absolute, resolved against its working directory), which only the
 // user's approval of this one call unmasks. Nil for other tools.
-func (g *gate) optIns(req agent.GateRequest) (sockets, sensitive []string) {
-	a, ok := req.Call.Args.(*builtin.BashArgs)
-	if !ok {
+func (g *gate) optIns(req agent.GateRequest, preq policy.Request) (sockets, sensitive []string) {
+	if preq.Command == "" {
 		return nil, nil
 	}
-	cl := g.h.Policy.Classify(a.Command)
+	cl := g.h.Policy.Classify(preq.Command)
 	cwd := ""
 	if req.Preview != nil && req.Preview.Command != nil {
 		cwd = req.Preview.Command.Cwd
@@ -322,10 +306,7 @@ func (h *Harness) policyRequest(req agent.GateRequest) policy.Request {
 	} else {
 		pr.Permission = tools.Permission{Access: tools.AccessExec}
 	}
-	if a, ok := req.Call.Args.(*builtin.BashArgs); ok {
-		pr.Command = a.Command
-		pr.Network = a.Network
-	}
+	pr.Command, pr.Network = pr.Permission.Command, pr.Permission.Network
 	if mt, ok := req.Tool.(*mcp.Tool); ok {
 		pr.MCP = &policy.MCPCall{Server: mt.Server(), Tool: mt.RemoteName(), TrustedReadOnly: mt.TrustedReadOnly()}
 	}

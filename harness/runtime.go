@@ -617,7 +617,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		h.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &settings})
 	}
 	g := newGate(h, ask)
-	gate := h.audit.WrapGate(g.decide)
+	gate := h.audit.WrapGate(g.Decide)
 	cp := h.checkpoints
 	cfg := agent.SessionConfig{
 		ID: h.settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,

@@ -99,6 +99,11 @@ type Permission struct {
 	Access Access
 	// Paths are the canonical absolute paths the call touches (empty for commands).
 	Paths []string
+	// Command is the shell command line an exec call runs (bash -c), for the policy to classify;
+	// empty for other calls.
+	Command string
+	// Network says the call asks for network access.
+	Network bool
 	// Protected is set when a write touches a protected path (.git/config, .vscode/, …): the gate
 	// must ask whatever the approval mode.
 	Protected bool

@@ -34,7 +34,7 @@ const (
 	DecisionCancelled = "cancelled"
 )
 
-// Who decided, as the audit log records it. The daemon's gate says which with SetDecidedBy; when
+// Who decided, as the audit log records it. A gate says which in GateDecision.By; when
 // it does not, an allow is attributed to ByGate, a permission_denied refusal to ByPolicy and any
 // other refusal to ByUser.
 const (
@@ -113,24 +113,6 @@ func (s *Store) Audit(sessionID string) *Audit {
 		calls: map[string]*auditCall{}, gates: map[string]gateOutcome{}}
 }
 
-type decidedByKey struct{}
-
-// SetDecidedBy tells the audit log who made the decision the gate is about to return (ByPolicy,
-// ByUser, ByGrant, or any short word). Call it from the gate with the context the gate got; it
-// does nothing outside a gate wrapped by Audit.WrapGate.
-func SetDecidedBy(ctx context.Context, by string) {
-	if p, ok := ctx.Value(decidedByKey{}).(*decidedBy); ok {
-		p.mu.Lock()
-		p.by = by
-		p.mu.Unlock()
-	}
-}
-
-type decidedBy struct {
-	mu sync.Mutex
-	by string
-}
-
 // WrapGate returns a gate that asks g and records its decision for the call. A nil g stays nil
 // (no gate: calls are recorded as not asked).
 func (a *Audit) WrapGate(g agent.Gate) agent.Gate {
@@ -138,13 +120,9 @@ func (a *Audit) WrapGate(g agent.Gate) agent.Gate {
 		return nil
 	}
 	return func(ctx context.Context, req agent.GateRequest) (agent.GateDecision, error) {
-		by := &decidedBy{}
 		start := time.Now()
-		d, err := g(context.WithValue(ctx, decidedByKey{}, by), req)
-		o := gateOutcome{wait: time.Since(start)}
-		by.mu.Lock()
-		o.by = by.by
-		by.mu.Unlock()
+		d, err := g(ctx, req)
+		o := gateOutcome{wait: time.Since(start), by: d.By}
 		switch {
 		case ctx.Err() != nil:
 			o.decision, o.reason = DecisionCancelled, context.Cause(ctx).Error()

@@ -49,11 +49,9 @@ func TestAuditThroughKernelWithGate(t *testing.T) {
 		case "policy.txt":
 			return agent.GateDecision{Type: tools.PermissionDenied, Reason: "protected by rule 3"}, nil
 		case "user.txt":
-			SetDecidedBy(ctx, ByUser)
-			return agent.GateDecision{Reason: "no thanks"}, nil
+			return agent.GateDecision{Reason: "no thanks", By: ByUser}, nil
 		case "grant.txt":
-			SetDecidedBy(ctx, ByGrant)
-			return agent.GateDecision{Allow: true}, nil
+			return agent.GateDecision{Allow: true, By: ByGrant}, nil
 		case "broken.txt":
 			return agent.GateDecision{}, errors.New("editor went away")
 		}

@@ -41,8 +41,8 @@ func Example() {
 	cp, _ := st.Checkpoints(ws, sf.ID(), store.CheckpointOptions{Queue: queue})
 	audit := st.Audit(sf.ID())
 	policyGate := func(ctx context.Context, req agent.GateRequest) (agent.GateDecision, error) {
-		store.SetDecidedBy(ctx, store.ByPolicy) // or ByUser after a prompt, ByGrant for a grant
-		return agent.GateDecision{Allow: true}, nil
+		// By: ByUser after a prompt, ByGrant for a grant
+		return agent.GateDecision{Allow: true, By: store.ByPolicy}, nil
 	}
 	sink := func(e agent.Event) {
 		cp.Observe(e)    // TurnStart begins the turn's checkpoint

@@ -145,9 +145,13 @@ func (t *bashTool) Activity(args any) string {
 
 func (t *bashTool) InterruptBehavior(any) tools.Interrupt { return tools.InterruptCancel }
 
-// Permission is exec: what the command may touch is the sandbox's business.
-func (t *bashTool) Permission(*tools.Call) tools.Permission {
-	return tools.Permission{Access: tools.AccessExec}
+// Permission is exec of the command line: what the command may touch is the sandbox's business.
+func (t *bashTool) Permission(call *tools.Call) tools.Permission {
+	p := tools.Permission{Access: tools.AccessExec}
+	if a, ok := call.Args.(*BashArgs); ok {
+		p.Command, p.Network = a.Command, a.Network
+	}
+	return p
 }
 
 var bashRenames = renamer{
