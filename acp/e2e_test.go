@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // TestOfficialClient drives `agentd acp` with the official ACP TypeScript library
@@ -92,12 +92,8 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	schemaDoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("acp.json", schemaDoc); err != nil {
+	var root jsonschema.Schema
+	if err := json.Unmarshal(raw, &root); err != nil {
 		t.Fatal(err)
 	}
 	// def names by method and kind: "initialize request" → InitializeRequest.
@@ -112,8 +108,8 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 			}
 		}
 	}
-	compiled := map[string]*jsonschema.Schema{}
-	schemaFor := func(key string) *jsonschema.Schema {
+	compiled := map[string]*jsonschema.Resolved{}
+	schemaFor := func(key string) *jsonschema.Resolved {
 		name, ok := byMethod[key]
 		if !ok {
 			t.Errorf("the schema has no definition for %s", key)
@@ -122,7 +118,7 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 		if s := compiled[name]; s != nil {
 			return s
 		}
-		s, err := c.Compile("acp.json#/$defs/" + name)
+		s, err := (&jsonschema.Schema{Schema: root.Schema, Defs: root.Defs, Ref: "#/$defs/" + name}).Resolve(nil)
 		if err != nil {
 			t.Fatalf("compiling %s: %v", name, err)
 		}
@@ -203,8 +199,8 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 			if s == nil {
 				continue
 			}
-			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(v))
-			if err != nil {
+			var inst any
+			if err := json.Unmarshal(v, &inst); err != nil {
 				t.Errorf("%s: %v", l, err)
 				continue
 			}

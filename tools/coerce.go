@@ -6,108 +6,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 )
 
-// node is the part of a JSON Schema that coercion needs. It is read leniently from any schema
-// (a run-time MCP schema included): what it does not understand — boolean schemas, $ref,
-// combinators, tuple items — simply means "no coercion there", and the validator decides.
-type node struct {
-	Type       typeList
-	Properties map[string]*node
-	Required   []string
-	Items      *node
-}
-
-// typeList is the "type" keyword: "x" or ["x", "y"].
-type typeList []string
-
-// parseNode reads the coercion-relevant keywords of a parsed schema document (as
-// jsonschema.UnmarshalJSON returns it), following local references ("#/$defs/x"). It never
-// fails; nil means no coercion.
-func parseNode(doc any) *node {
-	p := &nodeParser{doc: doc, refs: map[string]*node{}}
-	return p.parse(doc)
-}
-
-type nodeParser struct {
-	doc  any
-	refs map[string]*node // by reference, so a recursive schema gives a cyclic graph, not a loop
-}
-
-func (p *nodeParser) parse(v any) *node {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	if ref, ok := m["$ref"].(string); ok && strings.HasPrefix(ref, "#") {
-		if n, ok := p.refs[ref]; ok {
-			return n
-		}
-		n := &node{}
-		p.refs[ref] = n
-		if target := p.parse(resolvePointer(p.doc, ref[1:])); target != nil {
-			*n = *target
-		}
-		return n
-	}
-	n := &node{}
-	switch t := m["type"].(type) {
-	case string:
-		n.Type = typeList{t}
-	case []any:
-		for _, e := range t {
-			if s, ok := e.(string); ok {
-				n.Type = append(n.Type, s)
-			}
-		}
-	}
-	if props, ok := m["properties"].(map[string]any); ok {
-		n.Properties = make(map[string]*node, len(props))
-		for k, pv := range props {
-			if c := p.parse(pv); c != nil {
-				n.Properties[k] = c
-			}
-		}
-	}
-	if req, ok := m["required"].([]any); ok {
-		for _, e := range req {
-			if s, ok := e.(string); ok {
-				n.Required = append(n.Required, s)
-			}
-		}
-	}
-	n.Items = p.parse(m["items"])
-	return n
-}
-
-// resolvePointer returns the value at a JSON pointer ("/$defs/item") in doc, or nil.
-func resolvePointer(doc any, ptr string) any {
-	if ptr == "" {
-		return doc
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := doc.(type) {
-		case map[string]any:
-			doc = c[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil
-			}
-			doc = c[i]
-		default:
-			return nil
-		}
-	}
-	return doc
-}
-
-func (t typeList) has(k string) bool { return slices.Contains(t, k) }
+// Safe coercion, driven by the schema as our walker reads it (schema_node.go). What the walker
+// does not understand — boolean schemas, combinators, references it does not follow — means
+// "no coercion there", and the validator decides.
 
 var (
 	integerRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
@@ -117,8 +20,11 @@ var (
 // coerce returns v with the safe coercions applied, and whether anything changed. Maps are changed
 // in place; they come from parsing and are not shared.
 func (n *node) coerce(v any) (any, bool) {
-	if n == nil {
+	if n == nil || n.opaque {
 		return v, false
+	}
+	if n.ref != nil && len(n.Type) == 0 && n.Properties == nil && n.Items == nil {
+		return n.ref.coerce(v) // a reference, possibly to a schema being read (recursive)
 	}
 	switch x := v.(type) {
 	case string:

@@ -215,6 +215,9 @@ func TestParseSpecRejectsBadSchemas(t *testing.T) {
 		`{"type":"string","pattern":"(?<=a)b"}`, // a regex Go cannot run
 		`{"properties":{"x":{"$ref":"file://` + filepath.ToSlash(other) + `"}}}`, // a local file: never read
 		`{"properties":{"x":{"$ref":"https://example.com/s.json"}}}`,             // the network: never asked
+		`{"properties":{"x":{"$ref":"#/nowhere"}}}`,                              // a local reference to nothing
+		`{"$schema":"http://json-schema.org/draft-04/schema#"}`,                  // a draft the library cannot validate
+		`{"properties":{"x":{"minimum":"one"}}}`,                                 // a keyword of the wrong type
 	} {
 		if _, err := ParseSpec[map[string]any]([]byte(s)); err == nil {
 			t.Errorf("ParseSpec(%s) accepted it", s)
@@ -237,5 +240,118 @@ func TestParseSpecRecursiveSchema(t *testing.T) {
 	b, _ := json.Marshal(got)
 	if want := `{"tree":{"kids":[{"kids":[{"v":3}],"v":2}],"v":1}}`; string(b) != want {
 		t.Errorf("decoded %s, want %s", b, want)
+	}
+}
+
+// The walker lists problems; the library decides. They must agree on every verdict they both
+// can give: a row where the walker lists a problem the library does not see would show the model
+// a wrong repair hint, a row where only the library objects would show it only the library's
+// first problem. Each case lists the pointers the walker must report (none: valid).
+func TestWalkerAgreesWithTheLibrary(t *testing.T) {
+	cases := []struct {
+		schema, args string
+		want         []string // pointers, sorted
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer","multipleOf":3}}}`, `{"a":7}`, []string{"/a"}},
+		{`{"type":"object","properties":{"a":{"type":"integer","multipleOf":3}}}`, `{"a":9}`, nil},
+		{`{"type":"object","properties":{"a":false}}`, `{"a":1}`, []string{"/a"}},
+		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"integer"},{"minimum":0}]}}}`, `{"a":2}`, []string{"/a"}},
+		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"integer"},{"minimum":0}]}}}`, `{"a":-2}`, nil},
+		{`{"type":"object","properties":{"a":{"not":{"type":"string"}}}}`, `{"a":"s"}`, []string{"/a"}},
+		{`{"type":"object","if":{"properties":{"k":{"const":"x"}},"required":["k"]},"then":{"required":["x"]},"else":{"required":["y"]}}`, `{"k":"x"}`, []string{"/x"}},
+		{`{"type":"object","if":{"properties":{"k":{"const":"x"}},"required":["k"]},"then":{"required":["x"]},"else":{"required":["y"]}}`, `{"k":"z"}`, []string{"/y"}},
+		{`{"type":"object","patternProperties":{"^n_":{"type":"integer"}},"additionalProperties":false}`, `{"n_a":"b","m":1}`, []string{"/m", "/n_a"}},
+		{`{"type":"object","additionalProperties":{"type":"boolean"}}`, `{"x":true,"y":3}`, []string{"/y"}},
+		{`{"type":"object","dependentRequired":{"a":["b"]}}`, `{"a":1}`, []string{"/b"}},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","dependencies":{"a":["b"]}}`, `{"a":1}`, []string{"/b"}},
+		{`{"type":"object","properties":{"l":{"type":"array","uniqueItems":true,"maxItems":2,"items":{"type":"string","maxLength":2}}}}`, `{"l":["ab","ab","abc"]}`, []string{"/l/2", "/l", "/l"}},
+		{`{"type":"object","properties":{"l":{"type":"array","prefixItems":[{"type":"integer"}],"items":{"type":"string"}}}}`, `{"l":["x",1]}`, []string{"/l/0", "/l/1"}},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"l":{"type":"array","items":[{"type":"integer"}],"additionalItems":{"type":"string"}}}}`, `{"l":["x",1]}`, []string{"/l/0", "/l/1"}},
+		{`{"type":"object","properties":{"l":{"type":"array","contains":{"type":"integer"}}}}`, `{"l":["x"]}`, []string{"/l"}},
+		{`{"type":"object","properties":{"l":{"type":"array","contains":{"type":"integer"}}}}`, `{"l":["x",2]}`, nil},
+		{`{"type":"object","propertyNames":{"maxLength":2},"minProperties":2}`, `{"abc":1}`, []string{"/", "/abc"}},
+		{`{"type":"object","properties":{"n":{"type":["integer","null"],"exclusiveMaximum":10}}}`, `{"n":10}`, []string{"/n"}},
+		{`{"type":"object","properties":{"n":{"type":["integer","null"],"exclusiveMaximum":10}}}`, `{"n":null}`, nil},
+		{`{"type":"object","properties":{"e":{"enum":[1,"1",{"a":[2]}]}}}`, `{"e":1.0}`, nil},
+		{`{"type":"object","properties":{"e":{"enum":[1,"1",{"a":[2]}]}}}`, `{"e":{"a":[2.0]}}`, nil},
+		{`{"type":"object","properties":{"e":{"enum":[1,"1",{"a":[2]}]}}}`, `{"e":2}`, []string{"/e"}},
+		{`{"type":"object","properties":{"s":{"type":"string","pattern":"^a","minLength":3}}}`, `{"s":"ba"}`, []string{"/s", "/s"}},
+		{`{"type":"object","allOf":[{"required":["a"]},{"properties":{"b":{"type":"string"}}}]}`, `{"b":1}`, []string{"/a", "/b"}},
+		{`{"type":"object","properties":{"t":{"$ref":"#/$defs/t"}},"$defs":{"t":{"type":"object","properties":{"k":{"$ref":"#/$defs/t"},"v":{"type":"integer"}}}}}`, `{"t":{"k":{"k":{"v":"x"}}}}`, []string{"/t/k/k/v"}},
+	}
+	for _, c := range cases {
+		t.Run(c.schema+" "+c.args, func(t *testing.T) {
+			spec, err := ParseSpec[map[string]any]([]byte(c.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := parseJSON([]byte(c.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst, err := forValidator(v, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			libErr := spec.resolved.Validate(inst)
+			var ptrs []string
+			for _, p := range spec.root.problems(v) {
+				ptrs = append(ptrs, p[:strings.Index(p, ": ")])
+			}
+			if !reflect.DeepEqual(ptrs, c.want) {
+				t.Errorf("walker: %q, want problems at %q", spec.root.problems(v), c.want)
+			}
+			if (libErr == nil) != (len(ptrs) == 0) {
+				t.Errorf("the library says %v, the walker lists %q", libErr, spec.root.problems(v))
+			}
+		})
+	}
+}
+
+// Every row of the coercion table, after coercion: the library and the walker give the same
+// verdict.
+func TestWalkerAgreesOnTheCoercionTable(t *testing.T) {
+	rows := []string{
+		`{"path":"a","count":"1.5"}`, `{"path":"a","count":3.0}`, `{"path":"a","limit":"500"}`, `{"path":"a","mode":"medium"}`,
+		`{"path":"a","file_path":"b"}`, `{"path":null}`, `{"path":5}`, `{"path":"a","flag":1}`, `{"path":"a","tags":"x"}`,
+		`{"path":"a","nums":["1","x"]}`, `{"path":"a","opts":{"depth":"3","deep":"true"}}`, `{"path":"a","extra":{"k":"v"}}`,
+		`{"path":"a","pointer":"5"}`, `{}`, `{"path":"a","ratio":"NaN"}`, `{"path":"a","limit":100}`,
+	}
+	coerceSpec.load()
+	for _, raw := range rows {
+		v, err := parseJSON([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ = coerceSpec.root.coerce(v)
+		inst, err := forValidator(v, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		libErr := coerceSpec.resolved.Validate(inst)
+		if probs := coerceSpec.root.problems(v); (libErr == nil) != (len(probs) == 0) {
+			t.Errorf("%s: the library says %v, the walker lists %q", raw, libErr, probs)
+		}
+	}
+}
+
+// A keyword the walker does not follow (unevaluatedProperties) is still enforced: the library
+// decides, and its own message is the problem.
+func TestLibraryDecidesWhereTheWalkerCannotList(t *testing.T) {
+	spec, err := ParseSpec[map[string]any]([]byte(`{"type":"object","properties":{"a":{"type":"integer"}},"unevaluatedProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.Decode(json.RawMessage(`{"a":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = spec.Decode(json.RawMessage(`{"a":1,"b":2}`), nil)
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || len(ae.Problems) != 1 || !strings.Contains(ae.Problems[0], "unevaluatedProperties") {
+		t.Fatalf("got %v, want the library's unevaluatedProperties problem", err)
+	}
+	_, err = spec.Decode(json.RawMessage(`{"a":1e400}`), nil)
+	if !errors.As(err, &ae) || len(ae.Problems) != 1 || !strings.HasPrefix(ae.Problems[0], "/a: number 1e400 is out of range") {
+		t.Fatalf("got %v, want /a out of range", err)
 	}
 }

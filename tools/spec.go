@@ -5,22 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // One JSON Schema path: the schema of a built-in tool is derived from its argument struct by
 // deriveSchema (a small walker over the Go type, below); every schema — derived, written by
-// hand, or received at run time from an MCP server — is compiled and validated by
-// santhosh-tekuri/jsonschema (every problem at once, each with its JSON pointer), and coerced by
-// the walker in coerce.go. See docs/architecture.md ("Tool arguments").
+// hand, or received at run time from an MCP server — is resolved and validated by
+// google/jsonschema-go (the library the MCP SDK links), which decides; our walker over the same
+// schema (schema_node.go) coerces before and, when the library says no, lists every problem
+// with its JSON pointer (the library reports only the first, located in the schema). See
+// docs/architecture.md ("Tool arguments").
 
 // Spec is a tool's typed argument declaration: the Go type the arguments decode into, the JSON
 // Schema the model sees, and the compiled validator.
@@ -30,7 +31,7 @@ type Spec struct {
 	once sync.Once
 	// Set by load.
 	schema   json.RawMessage
-	compiled *jsonschema.Schema
+	resolved *jsonschema.Resolved
 	root     *node
 	err      error // only for ParseSpec, which compiles at once
 }
@@ -66,12 +67,13 @@ func SpecFromSchema[A any](schema string) *Spec {
 // ParseSpec compiles a JSON Schema received at run time (an MCP tool's inputSchema) into a Spec
 // whose Decode validates and coerces arguments exactly as for a built-in tool and decodes them
 // into A — map[string]any (numbers as json.Number, so large integers survive) or a struct. It
-// returns an error for a schema that is not JSON or does not compile. Schemas are
-// self-contained: a $ref to anything but the schema itself or the JSON Schema meta-schemas is an
-// error (nothing is loaded from files or the network). Schema returns the compacted input.
+// returns an error for a schema that is not JSON or does not compile, and for a $schema other
+// than draft 2020-12 (the default) or draft-07, the two the library validates. Schemas are
+// self-contained: a $ref to anything outside the schema itself is an error (nothing is loaded
+// from files or the network). Schema returns the compacted input.
 func ParseSpec[A any](schema []byte) (*Spec, error) {
 	s := &Spec{typ: reflect.TypeFor[A]()}
-	s.once.Do(func() { s.schema, s.compiled, s.root, s.err = compileSchema(schema) })
+	s.once.Do(func() { s.schema, s.resolved, s.root, s.err = compileSchema(schema) })
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -80,41 +82,105 @@ func ParseSpec[A any](schema []byte) (*Spec, error) {
 
 func (s *Spec) load() {
 	s.once.Do(func() {
-		s.schema, s.compiled, s.root, s.err = compileSchema(s.make())
+		s.schema, s.resolved, s.root, s.err = compileSchema(s.make())
 		if s.err != nil {
 			panic(fmt.Sprintf("tools: schema of %v: %v", s.typ, s.err))
 		}
 	})
 }
 
-// noLoader refuses every external document: a schema can refer only to itself (and to the
-// meta-schemas, which the library has built in).
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema %s: only self-contained schemas are accepted", url)
-}
-
-func compileSchema(raw []byte) (json.RawMessage, *jsonschema.Schema, *node, error) {
+// compileSchema compacts raw, resolves it with google/jsonschema-go (no loader: a $ref to
+// another document is an error, nothing is read from files or the network) and reads it with
+// our walker.
+func compileSchema(raw []byte) (json.RawMessage, *jsonschema.Resolved, *node, error) {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
 		return nil, nil, nil, fmt.Errorf("not JSON: %v", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(compact.Bytes()))
+	doc, err := parseJSON(compact.Bytes())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("not JSON: %v", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource("mem://args.json", doc); err != nil {
-		return nil, nil, nil, err
+	draft7 := false
+	if m, ok := doc.(map[string]any); ok {
+		switch v := m["$schema"]; v {
+		case nil, "https://json-schema.org/draft/2020-12/schema":
+		case "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
+			draft7 = true
+		default:
+			return nil, nil, nil, fmt.Errorf("$schema %v: only draft 2020-12 and draft-07 are supported", v)
+		}
 	}
-	compiled, err := c.Compile("mem://args.json")
+	var s jsonschema.Schema
+	if err := json.Unmarshal(compact.Bytes(), &s); err != nil {
+		return nil, nil, nil, fmt.Errorf("not a JSON Schema: %v", err)
+	}
+	resolved, err := s.Resolve(nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("does not compile: %v", err)
 	}
-	return compact.Bytes(), compiled, parseNode(doc), nil
+	root, err := parseNode(doc, draft7)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("does not compile: %v", err)
+	}
+	return compact.Bytes(), resolved, root, nil
+}
+
+// validate asks the library whether v (parsed arguments, numbers as json.Number) is valid. On
+// no, the walker lists every problem; if it finds none (a keyword it does not follow), the
+// library's own message is the problem. A panic in the library is a refusal, not a crash.
+func (s *Spec) validate(v any) (problems []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			problems = []string{fmt.Sprintf("/: the arguments could not be validated: %v", r)}
+		}
+	}()
+	inst, err := forValidator(v, nil)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if err := s.resolved.Validate(inst); err == nil {
+		return nil
+	} else if p := s.root.problems(v); len(p) > 0 {
+		return p
+	} else {
+		return []string{"/: " + err.Error()}
+	}
+}
+
+// forValidator copies v with each json.Number as an int64 (when it is one) or a float64: the
+// library reads json.Number as a string. Numbers beyond float64 are refused here.
+func forValidator(v any, at []string) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := x.Float64()
+		if err != nil || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s: number %s is out of range", pointer(at), x)
+		}
+		return f, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			var err error
+			if out[i], err = forValidator(e, append(slices.Clip(at), strconv.Itoa(i))); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			var err error
+			if out[k], err = forValidator(e, append(slices.Clip(at), k)); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return v, nil
 }
 
 // Schema returns the JSON Schema of the arguments, compact and byte-stable.
@@ -189,12 +255,8 @@ func (s *Spec) Decode(raw json.RawMessage, compat func(map[string]any) map[strin
 	var coerced any
 	coerced, ch := s.root.coerce(obj)
 	changed = changed || ch
-	if err := s.compiled.Validate(coerced); err != nil {
-		ve, ok := err.(*jsonschema.ValidationError)
-		if !ok {
-			return nil, fail(err.Error())
-		}
-		return nil, fail(problems(ve)...)
+	if p := s.validate(coerced); len(p) > 0 {
+		return nil, fail(p...)
 	}
 	data := []byte(trimmed)
 	if changed || len(data) == 0 || data[0] != '{' {
@@ -230,38 +292,6 @@ func decodeProblem(err error) string {
 		return fmt.Sprintf("/%s: value %s does not fit %v", strings.ReplaceAll(e.Field, ".", "/"), e.Value, e.Type)
 	}
 	return err.Error()
-}
-
-var printer = message.NewPrinter(language.English)
-
-// problems flattens a validation error tree into one line per leaf, sorted by pointer.
-func problems(ve *jsonschema.ValidationError) []string {
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		ptr := pointer(e.InstanceLocation)
-		switch k := e.ErrorKind.(type) {
-		case *kind.Required:
-			for _, m := range k.Missing {
-				out = append(out, pointer(append(append([]string(nil), e.InstanceLocation...), m))+": required property is missing")
-			}
-		case *kind.AdditionalProperties:
-			for _, p := range k.Properties {
-				out = append(out, pointer(append(append([]string(nil), e.InstanceLocation...), p))+": unknown property")
-			}
-		default:
-			out = append(out, ptr+": "+e.ErrorKind.LocalizedString(printer))
-		}
-	}
-	walk(ve)
-	sort.Strings(out)
-	return out
 }
 
 func pointer(loc []string) string {

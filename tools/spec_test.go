@@ -214,3 +214,29 @@ func TestRegistryOrderAndStableDefinitions(t *testing.T) {
 		t.Error("lookup is not exact")
 	}
 }
+
+// One Spec serves every session and concurrent calls: validation shares the resolved schema
+// (run with -race).
+func TestDecodeConcurrently(t *testing.T) {
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for range 50 {
+				if _, err = coerceSpec.Decode(json.RawMessage(`{"path":"a","count":"7","opts":{"depth":1}}`), nil); err != nil {
+					break
+				}
+				if _, e := coerceSpec.Decode(json.RawMessage(`{"count":"x"}`), nil); e == nil {
+					err = errors.New("invalid arguments passed")
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
