@@ -60,13 +60,7 @@ func (c *client) offersDiagnostics() bool {
 // diagnosticsClientFor returns an editor offering diagnostics whose workspace folders hold the
 // file at path (canonical), or nil.
 func (s *Server) diagnosticsClientFor(path string) *client {
-	s.mu.Lock()
-	clients := make([]*client, 0, len(s.clients))
-	for c := range s.clients {
-		clients = append(clients, c)
-	}
-	s.mu.Unlock()
-	for _, c := range clients {
+	for _, c := range s.connectedClients() {
 		if !c.offersDiagnostics() {
 			continue
 		}

@@ -288,17 +288,11 @@ func applyLSPEdits(t *testing.T, text string, edits []protocol.TextEdit) string 
 // lastToolResult returns the content of the last tool message the model received.
 func (e *testEnv) lastToolResult() string {
 	e.t.Helper()
-	chats := e.ollama.Chats()
-	for i := len(chats) - 1; i >= 0; i-- {
-		msgs := chats[i].Request.Messages
-		for j := len(msgs) - 1; j >= 0; j-- {
-			if msgs[j].Role == "tool" {
-				return msgs[j].Content
-			}
-		}
+	r, ok := e.ollama.LastToolResult()
+	if !ok {
+		e.t.Fatal("the model never received a tool result")
 	}
-	e.t.Fatal("the model never received a tool result")
-	return ""
+	return r
 }
 
 const cartGo = `package shop
@@ -421,12 +415,9 @@ func TestEditOfADirtyBufferKeepsTheUsersTextAndTheDisk(t *testing.T) {
 	ed.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: r.ReviewID, Decision: rpc.Decision{Type: "accept"}}, nil)
 	ed.turnEnd()
 	// The read saw the unsaved text.
-	chats := env.ollama.Chats()
 	var readResult string
-	for _, m := range chats[1].Request.Messages {
-		if m.Role == "tool" {
-			readResult = m.Content
-		}
+	if rs := env.ollama.Chats()[1].ToolResults(); len(rs) > 0 {
+		readResult = rs[len(rs)-1]
 	}
 	if !strings.Contains(readResult, "unsaved note by the user") {
 		t.Errorf("read did not see the editor's unsaved text:\n%s", readResult)

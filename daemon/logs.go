@@ -68,15 +68,20 @@ func (l *LogHandler) WithGroup(name string) slog.Handler {
 	return &LogHandler{Handler: l.Handler.WithGroup(name), mu: l.mu, srv: l.srv}
 }
 
-// broadcastAll sends a notification to every connected editor.
-func (s *Server) broadcastAll(method string, params any) {
+// connectedClients returns the connected editors, read under the server's lock.
+func (s *Server) connectedClients() []*client {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	clients := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
 		clients = append(clients, c)
 	}
-	s.mu.Unlock()
-	for _, c := range clients {
+	return clients
+}
+
+// broadcastAll sends a notification to every connected editor.
+func (s *Server) broadcastAll(method string, params any) {
+	for _, c := range s.connectedClients() {
 		c.out.pushRaw(method, params)
 	}
 }

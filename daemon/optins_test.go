@@ -2,15 +2,13 @@ package daemon
 
 import (
 	"encoding/json"
-	"github.com/agentd/agentd/harness"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -51,48 +49,12 @@ func (e *testEnv) toolResults() []string {
 	if len(chats) == 0 {
 		e.t.Fatal("the model was never asked")
 	}
-	var out []string
-	for _, m := range chats[len(chats)-1].Request.Messages {
-		if m.Role == "tool" {
-			out = append(out, m.Content)
-		}
-	}
-	return out
+	return chats[len(chats)-1].ToolResults()
 }
 
 func bashCall(command string) ollamatest.Reply {
 	b, _ := json.Marshal(map[string]string{"command": command})
 	return ollamatest.Calls(ollamatest.Call("bash", string(b)))
-}
-
-// greeter listens on a unix socket in a fresh directory under /tmp (masked in bubblewrap mode),
-// greets every connection and counts them.
-func greeter(t *testing.T) (string, *atomic.Int32) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "agentd-sock-") // short: a socket path is at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "docker.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	n := new(atomic.Int32)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Write([]byte("hello-from-socket\n"))
-			c.Close()
-		}
-	}()
-	return path, n
 }
 
 // TestOptInsReachTheSandbox drives the whole chain — the user's config, the policy, the gate,
@@ -101,13 +63,8 @@ func greeter(t *testing.T) (string, *atomic.Int32) {
 // that says so), not for another command the user approves; approving `cat .env` lets that
 // command read it; a command nobody approved reads nothing, however it spells the name.
 func TestOptInsReachTheSandbox(t *testing.T) {
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("nc not found in CI (.ci/run installs netcat-openbsd)")
-		}
-		t.Skip("nc NOT INSTALLED (apt-get install netcat-openbsd): not tested")
-	}
-	sock, accepted := greeter(t)
+	testutil.NeedTool(t, "nc", "netcat-openbsd")
+	sock, accepted := testutil.UnixGreeter(t)
 	env := newEnvWith(t, map[string]string{".env": "API_TOKEN=s3cret-env\n"}, func(o *harness.Options) {
 		cfg := "allow nc -U\n    example nc -U /x.sock\n    socket " + sock + "\n" +
 			"ask nc -N -U\n    example nc -N -U /x.sock\n    socket " + sock + "\n"

@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/agentd/agentd/internal/atomicfile"
 )
 
 // Config is the policy configuration: the built-in rules, the user's config and, for a trusted
@@ -541,7 +543,7 @@ func (t *TrustStore) Untrust(workspace string) error {
 	return nil
 }
 
-// save writes the list atomically: a temp file in the same directory, fsync, rename.
+// save writes the list atomically (atomicfile: a temp file in the same directory, fsync, rename).
 func (t *TrustStore) save(dirs []string) error {
 	dir := filepath.Dir(t.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -553,28 +555,5 @@ func (t *TrustStore) save(dirs []string) error {
 		b.WriteString(d)
 		b.WriteByte('\n')
 	}
-	tmp, err := os.CreateTemp(dir, ".trusted-workspaces-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), t.path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(t.path, []byte(b.String()))
 }

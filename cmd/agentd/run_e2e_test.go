@@ -41,7 +41,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The dedicated sandbox helper, installed beside agentd as `make build` does.
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "agentd-sandbox"), "../agentd-sandbox").CombinedOutput(); err != nil {
+	sbBuild := exec.Command("go", "build", "-o", filepath.Join(dir, "agentd-sandbox"), "../agentd-sandbox")
+	sbBuild.Env = append(os.Environ(), "CGO_ENABLED=0") // static: it starts once per command
+	if out, err := sbBuild.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building agentd-sandbox: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -164,16 +166,8 @@ func (e *runEnv) read(name string) string {
 
 // lastToolResult returns the last tool message the model received.
 func (e *runEnv) lastToolResult() string {
-	chats := e.ollama.Chats()
-	for i := len(chats) - 1; i >= 0; i-- {
-		msgs := chats[i].Request.Messages
-		for j := len(msgs) - 1; j >= 0; j-- {
-			if msgs[j].Role == "tool" {
-				return msgs[j].Content
-			}
-		}
-	}
-	return ""
+	r, _ := e.ollama.LastToolResult()
+	return r
 }
 
 var sessionRE = regexp.MustCompile(`session (s-[0-9a-f-]+)`)

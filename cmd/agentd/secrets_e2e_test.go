@@ -14,13 +14,7 @@ import (
 func (e *runEnv) toolResults() []string {
 	var out []string
 	for _, c := range e.ollama.Chats() { // the request that carried the most history
-		var rs []string
-		for _, m := range c.Request.Messages {
-			if m.Role == "tool" {
-				rs = append(rs, m.Content)
-			}
-		}
-		if len(rs) > len(out) {
+		if rs := c.ToolResults(); len(rs) > len(out) {
 			out = rs
 		}
 	}

@@ -2,15 +2,13 @@ package builtin_test
 
 import (
 	"context"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -24,52 +22,12 @@ func approving(a tools.Approval) agent.Gate {
 	}
 }
 
-// greeter listens on a unix socket in a fresh directory under /tmp (masked in bubblewrap mode),
-// greets every connection and counts them.
-func greeter(t *testing.T) (string, *atomic.Int32) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "agentd-sock-") // short: a socket path is at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "docker.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	n := new(atomic.Int32)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Write([]byte("hello-from-socket\n"))
-			c.Close()
-		}
-	}()
-	return path, n
-}
-
-func needTool(t *testing.T, name, pkg string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found in CI (.ci/run installs %s)", name, pkg)
-		}
-		t.Skipf("%s NOT INSTALLED (apt-get install %s): not tested", name, pkg)
-	}
-}
-
 // TestBashApprovalOpensTheNamedSocket: the unix sockets of a call's approval reach the sandbox
 // of that command; the same command without them cannot connect.
 func TestBashApprovalOpensTheNamedSocket(t *testing.T) {
-	needTool(t, "nc", "netcat-openbsd")
+	testutil.NeedTool(t, "nc", "netcat-openbsd")
 	forSandboxModes(t, func(t *testing.T, sb *sandbox.Sandbox) {
-		sock, accepted := greeter(t)
+		sock, accepted := testutil.UnixGreeter(t)
 		f := newFixture(t, withBash(func(b *builtin.BashConfig) {
 			b.Runner, b.Sandbox = nil, sb
 			b.Policy = daemonPolicy(t)

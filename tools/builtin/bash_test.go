@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -366,7 +367,7 @@ func TestBashRunsInTheSandbox(t *testing.T) {
 		b.Grace = 300 * time.Millisecond
 	}))
 	f.write(".git/hooks/.keep", "")
-	before := snapshot(t, outside)
+	before := testutil.Snapshot(t, outside)
 
 	var preview *tools.Preview
 	gate := func(_ context.Context, req agent.GateRequest) (agent.GateDecision, error) {
@@ -385,7 +386,7 @@ func TestBashRunsInTheSandbox(t *testing.T) {
 	if r.Details.(builtin.BashDetails).ExitCode == 0 {
 		t.Errorf("writing outside the workspace succeeded: %s", r.Text())
 	}
-	sameSnapshot(t, before, snapshot(t, outside))
+	sameSnapshot(t, before, testutil.Snapshot(t, outside))
 	r = f.mustOK("bash", bash("echo evil > .git/hooks/pre-commit"))
 	if r.Details.(builtin.BashDetails).ExitCode == 0 {
 		t.Errorf("writing .git/hooks succeeded: %s", r.Text())

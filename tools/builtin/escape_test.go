@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/tools"
 )
 
@@ -39,7 +40,7 @@ func TestBadPathsAreRefusedByEveryToolAndChangeNothing(t *testing.T) {
 		}
 	}
 	f.read("keep.txt")
-	before := snapshot(t, f.dir, outside, evil)
+	before := testutil.Snapshot(t, f.dir, outside, evil)
 
 	paths := []string{
 		"..",
@@ -89,7 +90,7 @@ func TestBadPathsAreRefusedByEveryToolAndChangeNothing(t *testing.T) {
 			}
 		}
 	}
-	sameSnapshot(t, before, snapshot(t, f.dir, outside, evil))
+	sameSnapshot(t, before, testutil.Snapshot(t, f.dir, outside, evil))
 }
 
 // Calls the model gets wrong inside the workspace: each a typed, readable error, nothing on disk
@@ -103,7 +104,7 @@ func TestBadCallsChangeNothing(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(f.dir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, f.dir)
+	before := testutil.Snapshot(t, f.dir)
 	cases := []struct {
 		tool string
 		args any
@@ -136,5 +137,5 @@ func TestBadCallsChangeNothing(t *testing.T) {
 			t.Errorf("%s %v: %s %q, want %s", c.tool, c.args, r.Type, r.Text(), c.want)
 		}
 	}
-	sameSnapshot(t, before, snapshot(t, f.dir))
+	sameSnapshot(t, before, testutil.Snapshot(t, f.dir))
 }

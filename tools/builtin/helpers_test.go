@@ -3,17 +3,15 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/internal/bug"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/fsafe"
@@ -208,52 +206,10 @@ func wantType(t *testing.T, r tools.Result, want tools.ResultType, contains ...s
 	}
 }
 
-// snapshot records every entry under the roots: mode, symlink target or file content.
-func snapshot(t *testing.T, roots ...string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			v := info.Mode().String()
-			switch {
-			case info.Mode()&fs.ModeSymlink != 0:
-				target, _ := os.Readlink(p)
-				v += " -> " + target
-			case info.Mode().IsRegular():
-				b, _ := os.ReadFile(p)
-				v += " " + string(b)
-			}
-			out[p] = v
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
+// sameSnapshot reports every change between two testutil snapshots.
 func sameSnapshot(t *testing.T, before, after map[string]string) {
 	t.Helper()
-	if maps.Equal(before, after) {
-		return
-	}
-	keys := slices.Sorted(maps.Keys(before))
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	for _, k := range keys {
-		if before[k] != after[k] {
-			t.Errorf("%s changed: %q → %q", k, before[k], after[k])
-		}
+	for _, c := range testutil.SnapshotChanges(before, after) {
+		t.Error(c)
 	}
 }

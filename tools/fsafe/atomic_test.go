@@ -1,19 +1,18 @@
 package fsafe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The kill-mid-write test re-executes the test binary as a writer child.
@@ -34,6 +33,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childResolve resolves rel in a workspace at dir for a child process, which exits 2 if it
+// cannot.
+func childResolve(dir, rel string) Path {
+	exit := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	w, err := NewWorkspace(dir)
+	if err != nil {
+		exit(err)
+	}
+	p, err := w.Resolve(rel)
+	if err != nil {
+		exit(err)
+	}
+	return p
+}
+
 // bigContents are the two contents the child alternates: different sizes and patterns, so a
 // torn file (a prefix, a mix, a truncation) matches neither.
 func bigContents() (a, b []byte) {
@@ -44,16 +61,7 @@ func bigContents() (a, b []byte) {
 
 // atomicWriterChild writes big.bin through WriteFile in a loop until it is killed.
 func atomicWriterChild(dir string) {
-	w, err := NewWorkspace(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	p, err := w.Resolve("big.bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	p := childResolve(dir, "big.bin")
 	a, b := bigContents()
 	if n, _ := strconv.Atoi(os.Getenv(blockEnv)); n > 0 {
 		// Stop before rename number n, with that temp file written whole: the parent kills here.
@@ -100,53 +108,31 @@ func TestKillMidWriteNeverTearsTheFile(t *testing.T) {
 	midWrite, sawB := 0, false
 	for i := 0; i < 12; i++ {
 		kind := i % 3
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=atomic-writer", dirEnv+"="+dir)
+		env := []string{childEnv + "=atomic-writer", dirEnv + "=" + dir}
 		switch kind {
 		case 1:
-			cmd.Env = append(cmd.Env, blockEnv+"=2") // after the first write (b), before the second's rename
+			env = append(env, blockEnv+"=2") // after the first write (b), before the second's rename
 		case 2:
-			cmd.Env = append(cmd.Env, blockEnv+"=1")
+			env = append(env, blockEnv+"=1")
 		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewReader(out)
-		if line, _ := lines.ReadString('\n'); line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child did not start: %q %s", line, stderr.String())
+		child := testutil.StartChild(t, env...)
+		if line := child.ReadLine(); line != "ready" {
+			child.Fatalf(t, "child did not start: %q", line)
 		}
 		switch kind {
 		case 0:
 			time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond) // a random moment, not a sync
 		case 1:
-			if line, _ := lines.ReadString('\n'); line != "wrote\n" {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("kill %d: waiting for the child's first complete write, got %q %s", i, line, stderr.String())
+			if line := child.ReadLine(); line != "wrote" {
+				child.Fatalf(t, "kill %d: waiting for the child's first complete write, got %q", i, line)
 			}
 			fallthrough
 		case 2:
-			if line, _ := lines.ReadString('\n'); line != "renaming\n" {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("kill %d: waiting for the child to stop before its rename, got %q %s", i, line, stderr.String())
+			if line := child.ReadLine(); line != "renaming" {
+				child.Fatalf(t, "kill %d: waiting for the child to stop before its rename, got %q", i, line)
 			}
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("child ended on its own: %v %s", err, stderr.String())
-		}
+		child.Kill(t)
 
 		got, err := os.ReadFile(target)
 		if err != nil {
@@ -224,7 +210,7 @@ func TestSweepTempsRemovesOnlyOldTempsOfOurs(t *testing.T) {
 	// A symlink named like a temp, pointing outside: never followed, never removed.
 	link := filepath.Join(e.ws, TempPrefix+"aaaaaaaaaaaaaaaa")
 	mustSymlink(t, filepath.Join(e.outside, "secret.txt"), link)
-	before := snapshot(t, e.outside)
+	before := testutil.Snapshot(t, e.outside)
 
 	removed, err := SweepTemps(context.Background(), e.w, 10*time.Minute)
 	if err != nil {
@@ -238,8 +224,8 @@ func TestSweepTempsRemovesOnlyOldTempsOfOurs(t *testing.T) {
 			t.Errorf("%s was removed", p)
 		}
 	}
-	if _, same := sameSnapshot(before, snapshot(t, e.outside)); !same {
-		t.Errorf("outside changed")
+	if c := testutil.SnapshotChanges(before, testutil.Snapshot(t, e.outside)); len(c) > 0 {
+		t.Errorf("outside changed: %s", strings.Join(c, "; "))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

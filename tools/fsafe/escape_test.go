@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/tools"
 )
 
@@ -147,7 +148,7 @@ func TestPathEscapes(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			outsideBefore := snapshot(t, e.outside, e.evil)
+			outsideBefore := testutil.Snapshot(t, e.outside, e.evil)
 			name := tc.path(e)
 
 			var got error
@@ -212,8 +213,8 @@ func TestPathEscapes(t *testing.T) {
 					}
 				}
 			}
-			if path, same := sameSnapshot(outsideBefore, snapshot(t, e.outside, e.evil)); !same {
-				t.Fatalf("outside changed at %s", path)
+			if c := testutil.SnapshotChanges(outsideBefore, testutil.Snapshot(t, e.outside, e.evil)); len(c) > 0 {
+				t.Fatalf("outside changed: %s", strings.Join(c, "; "))
 			}
 			if tc.check != nil {
 				tc.check(t, e, p)

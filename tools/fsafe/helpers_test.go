@@ -1,10 +1,7 @@
 package fsafe
 
 import (
-	"crypto/sha256"
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,52 +73,6 @@ func readString(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// snapshot describes every entry under the given directories: type, mode, size and content hash.
-// Two equal snapshots mean nothing there was created, removed or changed.
-func snapshot(t *testing.T, dirs ...string) map[string]string {
-	t.Helper()
-	out := make(map[string]string)
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			desc := fi.Mode().String()
-			if fi.Mode().IsRegular() {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					return err
-				}
-				desc += fmt.Sprintf(" %d %x", len(b), sha256.Sum256(b))
-			}
-			out[path] = desc
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
-func sameSnapshot(a, b map[string]string) (string, bool) {
-	for k, v := range a {
-		if b[k] != v {
-			return k, false
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			return k, false
-		}
-	}
-	return "", true
 }
 
 // errType is the result type of err ("" for nil, "go-error" for an untyped error).

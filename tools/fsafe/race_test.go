@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // Quotas of the concurrent part of TestSwapRaceNeverLeavesTheWorkspace: it runs until each is met,
@@ -39,7 +42,7 @@ func TestSwapRaceNeverLeavesTheWorkspace(t *testing.T) {
 	mustWrite(t, filepath.Join(d, "f"), "inside\n")
 	mustWrite(t, filepath.Join(e.outside, "d", "f"), secret)
 	mustSymlink(t, filepath.Join(e.outside, "d"), dlink)
-	before := snapshot(t, e.outside, e.evil)
+	before := testutil.Snapshot(t, e.outside, e.evil)
 	swap := func() error {
 		return unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, dlink, unix.RENAME_EXCHANGE)
 	}
@@ -86,8 +89,8 @@ func TestSwapRaceNeverLeavesTheWorkspace(t *testing.T) {
 	mustSwap()
 	e.fs.Commit(ctx, tg, []byte("changed\n")) // may fail; it must not write outside
 	mustSwap()
-	if path, same := sameSnapshot(before, snapshot(t, e.outside, e.evil)); !same {
-		t.Fatalf("a write prepared before the swap and committed after it changed the outside at %s", path)
+	if c := testutil.SnapshotChanges(before, testutil.Snapshot(t, e.outside, e.evil)); len(c) > 0 {
+		t.Fatalf("a write prepared before the swap and committed after it changed the outside: %s", strings.Join(c, "; "))
 	}
 	mustWrite(t, filepath.Join(d, "f"), "inside\n")
 
@@ -188,8 +191,8 @@ func TestSwapRaceNeverLeavesTheWorkspace(t *testing.T) {
 	if leaks.Load() != 0 {
 		t.Errorf("the outside secret was read %d times through fsafe", leaks.Load())
 	}
-	if path, same := sameSnapshot(before, snapshot(t, e.outside, e.evil)); !same {
-		t.Errorf("outside changed at %s", path)
+	if c := testutil.SnapshotChanges(before, testutil.Snapshot(t, e.outside, e.evil)); len(c) > 0 {
+		t.Errorf("outside changed: %s", strings.Join(c, "; "))
 	}
 	if got := readString(t, filepath.Join(d, "f")); got != "inside\n" {
 		t.Errorf("d/f = %q", got)

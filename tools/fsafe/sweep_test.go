@@ -1,7 +1,6 @@
 package fsafe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -13,26 +12,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // stuckWriterChild writes a large file through WriteFile and stops right before the rename,
 // printing the temp file's name, until it is killed.
 func stuckWriterChild(dir string) {
-	w, err := NewWorkspace(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	p, err := w.Resolve("sub/big.bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	p := childResolve(dir, "sub/big.bin")
 	testHookBeforeRename = func(rel string) {
 		fmt.Println("temp " + rel)
 		select {} // killed here
 	}
-	_, err = WriteFile(p, bytes.Repeat([]byte("new content\n"), 4<<20/12), WriteOptions{MkdirAll: true})
+	_, err := WriteFile(p, bytes.Repeat([]byte("new content\n"), 4<<20/12), WriteOptions{MkdirAll: true})
 	fmt.Fprintln(os.Stderr, "the hook did not stop the write:", err)
 	os.Exit(3)
 }
@@ -42,25 +34,11 @@ func stuckWriterChild(dir string) {
 func TestSweepRemovesTheTempOfAKilledWriterAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite(t, filepath.Join(dir, "sub", "big.bin"), "old content\n")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=stuck-writer", dirEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	// The read blocks until the child prints; the test's own deadline bounds it.
-	line, _ := bufio.NewReader(out).ReadString('\n')
+	child := testutil.StartChild(t, childEnv+"=stuck-writer", dirEnv+"="+dir)
+	line := child.ReadLine()
 	rel, ok := strings.CutPrefix(strings.TrimSpace(line), "temp ")
 	if !ok {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("waiting for the child to stop mid-write: got %q, stderr %s", line, stderr.String())
+		child.Fatalf(t, "waiting for the child to stop mid-write: got %q", line)
 	}
 	temp := filepath.Join(dir, filepath.FromSlash(rel))
 	if fi, err := os.Stat(temp); err != nil || fi.Size() != 4<<20/12*12 {
@@ -77,13 +55,7 @@ func TestSweepRemovesTheTempOfAKilledWriterAtOnce(t *testing.T) {
 		t.Fatalf("sweep while the writer lives removed %v (%v)", removed, err)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("child ended on its own: %s", stderr.String())
-	}
+	child.Kill(t)
 	if _, err := os.Stat(temp); err != nil {
 		t.Fatalf("the killed writer left no temp file: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentd/agentd/internal/atomicfile"
 	"github.com/agentd/agentd/tools"
 )
 
@@ -235,23 +236,7 @@ func (a *Approvals) Approve(workspace string, p Proposal) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".mcp-approvals-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), a.path)
+	return atomicfile.Write(a.path, append(data, '\n'))
 }
 
 // AddProposals adds to cfg the servers the workspace proposes that may start: only in a trusted

@@ -79,11 +79,7 @@ func Glob(ctx context.Context, opts GlobOptions) (*GlobResult, error) {
 	if opts.MaxResults == 0 {
 		opts.MaxResults = DefaultMaxResults
 	}
-	var paths []string
-	if opts.Path != "" {
-		paths = []string{opts.Path}
-	}
-	targets, err := resolveTargets(root, paths, true, nil)
+	targets, err := resolveTargets(root, []string{opts.Path}, true, nil) // "" is the root
 	if err != nil {
 		return nil, err
 	}

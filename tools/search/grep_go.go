@@ -140,13 +140,7 @@ func (sc *scanner) search(g *grepRun, rel string, buf []byte) *FileMatches {
 					continue
 				}
 			}
-			ls = bytes.LastIndexByte(buf[pos:cand], '\n') + 1 + pos
-			le = bytes.IndexByte(buf[cand:], '\n')
-			if le < 0 {
-				le = len(buf)
-			} else {
-				le += cand
-			}
+			ls, le = lineAround(buf, pos, cand)
 			if m.exact {
 				col, found = cand-ls, true
 			} else if loc := m.re.FindIndex(buf[ls:le]); loc != nil {
@@ -159,13 +153,7 @@ func (sc *scanner) search(g *grepRun, rel string, buf []byte) *FileMatches {
 				continue
 			}
 			cand := pos + loc[0]
-			ls = bytes.LastIndexByte(buf[pos:cand], '\n') + 1 + pos
-			le = bytes.IndexByte(buf[cand:], '\n')
-			if le < 0 {
-				le = len(buf)
-			} else {
-				le += cand
-			}
+			ls, le = lineAround(buf, pos, cand)
 			col, found = cand-ls, true
 		}
 		next := le + 1
@@ -234,4 +222,15 @@ func (sc *scanner) search(g *grepRun, rel string, buf []byte) *FileMatches {
 		emitRange(lastEnd, lastLine+pendingAfter)
 	}
 	return fm
+}
+
+// lineAround returns the bounds of the line holding buf[at], searching for its start no further
+// back than from: start is that line's first byte, end the index of its newline (or len(buf)).
+func lineAround(buf []byte, from, at int) (start, end int) {
+	start = bytes.LastIndexByte(buf[from:at], '\n') + 1 + from
+	end = bytes.IndexByte(buf[at:], '\n')
+	if end < 0 {
+		return start, len(buf)
+	}
+	return start, end + at
 }

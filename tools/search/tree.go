@@ -95,11 +95,7 @@ func Tree(ctx context.Context, opts TreeOptions) (*TreeResult, error) {
 	if opts.MaxPerDir == 0 {
 		opts.MaxPerDir = DefaultTreeMaxPerDir
 	}
-	var paths []string
-	if opts.Path != "" {
-		paths = []string{opts.Path}
-	}
-	targets, err := resolveTargets(root, paths, true, nil)
+	targets, err := resolveTargets(root, []string{opts.Path}, true, nil) // "" is the root
 	if err != nil {
 		return nil, err
 	}
