@@ -120,9 +120,10 @@ func (o *Overlay) watch() <-chan struct{} {
 	return o.changed
 }
 
-// Document implements fsafe.Overlay.
+// Document implements fsafe.Overlay. abs is canonical (fsafe.Path.Abs, as the interface says),
+// like the keys: no symlink walk here (it ran on every stamp of every file tool call).
 func (o *Overlay) Document(abs string) (fsafe.Document, bool) {
-	d, ok := o.get(tools.Canonical(abs))
+	d, ok := o.get(abs)
 	if !ok {
 		return fsafe.Document{}, false
 	}

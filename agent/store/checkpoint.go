@@ -52,6 +52,11 @@ type Checkpoints struct {
 	// (Intend), so a crash before the save loses nothing Revert needs; the manifest is saved with
 	// the next change, at the turn's end, or before Turns reads the manifests.
 	dirty bool
+	// intents is the open intent log of the turn intentsTurn (appendIntent), kept open for the
+	// turn so that an edit costs one write and one fsync there, not an open and a close too;
+	// closed at the turn's end and when another turn begins.
+	intents     *os.File
+	intentsTurn string
 }
 
 // CheckpointOptions tune Checkpoints. Every field is optional.
@@ -183,6 +188,7 @@ func (c *Checkpoints) Begin(turnID string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.flushLocked()
+	c.closeIntentsLocked()
 	m, err := c.loadManifest(turnID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -215,6 +221,7 @@ func (c *Checkpoints) Observe(e agent.Event) {
 	case agent.TurnEnd:
 		c.mu.Lock()
 		c.flushLocked()
+		c.closeIntentsLocked()
 		c.mu.Unlock()
 	}
 }
@@ -236,6 +243,9 @@ func (c *Checkpoints) flushLocked() {
 // a .git directory, or something that is not a regular file, is recorded without a pre-image (Revert
 // reports it). An error means the pre-image could not be kept: do not write.
 func (c *Checkpoints) BeforeWrite(absPath string) error {
+	if c.known(absPath) {
+		return nil // the turn's first change of this file kept it already
+	}
 	p, err := c.ws.Resolve(absPath)
 	if err != nil {
 		return err
@@ -252,6 +262,11 @@ func (c *Checkpoints) BeforeWrite(absPath string) error {
 	rec := &fileRecord{Path: p.Abs(), Rel: p.Rel()}
 	c.st.objMu.RLock()
 	defer c.st.objMu.RUnlock()
+	// The pre-image object and the manifest naming it are made durable in parallel (each: a
+	// temporary file's fsync, then its directory's): both are before this returns, so before
+	// the file is replaced. A crash in between leaves at worst a manifest naming an object that
+	// is not there for a file that was not changed, which Revert reports as unchanged.
+	var objStored chan error
 	if inGitDir(p.Rel()) {
 		rec.NotKept = ReasonGitDir
 	} else {
@@ -267,11 +282,19 @@ func (c *Checkpoints) BeforeWrite(absPath string) error {
 		case img.Other != "":
 			rec.Pre, rec.NotKept = img, ReasonNotRegular
 		case img.Exists:
-			if err := c.st.putObject(img.SHA256, data); err != nil {
-				return fmt.Errorf("store: keep the content of %s: %w", p.Rel(), err)
-			}
+			objStored = make(chan error, 1)
+			go func() { objStored <- c.st.putObject(img.SHA256, data) }()
 			rec.Pre = img
 		}
+	}
+	objErr := func() error {
+		if objStored == nil {
+			return nil
+		}
+		if err := <-objStored; err != nil {
+			return fmt.Errorf("store: keep the content of %s: %w", p.Rel(), err)
+		}
+		return nil
 	}
 	m.Files = append(m.Files, rec)
 	if m.Reverted != nil {
@@ -282,11 +305,23 @@ func (c *Checkpoints) BeforeWrite(absPath string) error {
 	// The intent log exists before the manifest naming the file is saved: the manifest's
 	// directory fsync makes both entries durable, so Intend needs one fsync per record.
 	if err := c.ensureIntentLog(m.Turn); err != nil {
+		objErr()
 		m.Files = m.Files[:len(m.Files)-1]
 		return fmt.Errorf("store: save checkpoint: %w", err)
 	}
 	if err := c.saveManifest(m); err != nil {
+		objErr()
 		m.Files = m.Files[:len(m.Files)-1]
+		return err
+	}
+	if err := objErr(); err != nil {
+		// The saved manifest names a pre-image that is not kept: take the file out again (the
+		// call fails and the file is not written, so a manifest still naming it only says that
+		// the file is unchanged).
+		m.Files = m.Files[:len(m.Files)-1]
+		if serr := c.saveManifest(m); serr != nil {
+			c.st.log.Warn("store: cannot save a turn's checkpoint manifest", "session", c.session, "turn", m.Turn, "err", serr)
+		}
 		return err
 	}
 	return nil
@@ -345,9 +380,13 @@ func (c *Checkpoints) AfterWrite(absPath string) error {
 // before the disk write. An error means the intent could not be recorded: do not write. A path
 // without BeforeWrite in this turn, or whose pre-image was not kept, records nothing.
 func (c *Checkpoints) Intend(absPath string, data []byte) error {
-	p, err := c.ws.Resolve(absPath)
-	if err != nil {
-		return err
+	if !c.known(absPath) {
+		// Not a canonical path BeforeWrite recorded (the middleware passes those): resolve it.
+		p, err := c.ws.Resolve(absPath)
+		if err != nil {
+			return err
+		}
+		absPath = p.Abs()
 	}
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
@@ -357,12 +396,12 @@ func (c *Checkpoints) Intend(absPath string, data []byte) error {
 	if m == nil {
 		return ErrNoTurn
 	}
-	rec := m.file(p.Abs())
+	rec := m.file(absPath)
 	if rec == nil || rec.NotKept != "" || slices.Contains(rec.Intended, hash) {
 		return nil
 	}
-	if err := c.appendIntent(m, p.Abs(), hash); err != nil {
-		return fmt.Errorf("store: record the new content of %s for revert: %w", p.Rel(), err)
+	if err := c.appendIntent(m, absPath, hash); err != nil {
+		return fmt.Errorf("store: record the new content of %s for revert: %w", rec.Rel, err)
 	}
 	rec.Intended = append(rec.Intended, hash)
 	return nil
@@ -402,7 +441,34 @@ func (c *Checkpoints) appendIntent(m *manifest, abs, sum string) error {
 	if err != nil {
 		return err
 	}
-	p := c.intentLogPath(m.Turn)
+	f, err := c.intentLog(m.Turn)
+	if err != nil {
+		return err
+	}
+	line := append(append([]byte{'\n'}, b...), '\n')
+	if _, err := f.Write(line); err != nil {
+		c.closeIntentsLocked() // the next record reopens the log
+		return err
+	}
+	// Counted once written: a reader may see it even if the fsync fails.
+	m.IntentLog++
+	if err := f.Sync(); err != nil {
+		// Linux reports a writeback error once per open file: never trust this descriptor again.
+		c.closeIntentsLocked()
+		return err
+	}
+	return nil
+}
+
+// intentLog returns the open intent log of the turn, opening it first if needed. A log that is
+// missing (a manifest written by an older agentd) is created and its directory fsynced. c.mu is
+// held.
+func (c *Checkpoints) intentLog(turnID string) (*os.File, error) {
+	if c.intents != nil && c.intentsTurn == turnID {
+		return c.intents, nil
+	}
+	c.closeIntentsLocked()
+	p := c.intentLogPath(turnID)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
@@ -413,16 +479,25 @@ func (c *Checkpoints) appendIntent(m *manifest, abs, sum string) error {
 		if f != nil {
 			f.Close()
 		}
-		return err
+		return nil, err
 	}
-	defer f.Close()
-	line := append(append([]byte{'\n'}, b...), '\n')
-	if _, err := f.Write(line); err != nil {
-		return err
+	c.intents, c.intentsTurn = f, turnID
+	return f, nil
+}
+
+// closeIntentsLocked closes the open intent log, if any. c.mu is held.
+func (c *Checkpoints) closeIntentsLocked() {
+	if c.intents != nil {
+		c.intents.Close()
+		c.intents, c.intentsTurn = nil, ""
 	}
-	// Counted once written: a reader may see it even if the fsync fails.
-	m.IntentLog++
-	return f.Sync()
+}
+
+// known reports whether absPath is, as given, a file the current turn's checkpoint holds.
+func (c *Checkpoints) known(absPath string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur != nil && c.cur.file(absPath) != nil
 }
 
 // readIntents returns the records of a turn's intent log (none when it does not exist).

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"os"
 	"slices"
 	"testing"
@@ -128,6 +129,72 @@ func TestTornIntentRecordIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Killed before AfterWrite: the record after the torn one still counts.
+	cp2, _ := e.st.Checkpoints(e.ws, "s-cp", CheckpointOptions{})
+	res, err := cp2.Revert("t1")
+	if err != nil || !slices.Equal(res.Restored, []string{"a.go"}) {
+		t.Fatalf("revert: %+v %v", res, err)
+	}
+	e.want("a.go", "before")
+}
+
+// A tool's write leaves the rename's directory fsync to the next sync point: the journal's Sync
+// makes it durable before (or with) the journal's own record of the batch.
+func TestJournalSyncMakesTheToolsRenamesDurable(t *testing.T) {
+	e := newCPEnv(t)
+	e.put("a.go", "before")
+	fsys := fsafe.New(e.ws, fsafe.Options{})
+	if _, err := fsys.Read(context.Background(), "a.go"); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := fsys.PrepareWrite(context.Background(), "a.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := e.st.Create(agent.SessionSettings{ID: "s-dirsync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	if _, err := fsys.Commit(context.Background(), tg, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if fsafe.PendingDirs() == 0 {
+		t.Fatal("the commit's directory fsync is not pending: nothing for Sync to do")
+	}
+	if err := sf.Append(agent.Entry{Type: agent.EntryMessage, TurnID: "t1", Message: &agent.Message{Role: agent.RoleUser, Content: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sf.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fsafe.PendingDirs(); n != 0 {
+		t.Fatalf("%d directories still wait for their fsync after the journal's Sync", n)
+	}
+}
+
+// A pre-image that cannot be kept fails BeforeWrite (the write must not happen), and the file is
+// not counted as kept: once the store works again, the next BeforeWrite keeps it.
+func TestPreImageThatCannotBeKeptIsNotCounted(t *testing.T) {
+	e := newCPEnv(t)
+	e.put("a.go", "before")
+	e.begin("t1")
+	objs := e.st.objectsPath()
+	if err := os.RemoveAll(objs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(objs, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cp.BeforeWrite(e.abs("a.go")); err == nil {
+		t.Fatal("BeforeWrite succeeded although the pre-image could not be stored")
+	}
+	if err := os.Remove(objs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(objs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.edit("a.go", "after")
 	cp2, _ := e.st.Checkpoints(e.ws, "s-cp", CheckpointOptions{})
 	res, err := cp2.Revert("t1")
 	if err != nil || !slices.Equal(res.Restored, []string{"a.go"}) {

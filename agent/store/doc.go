@@ -33,9 +33,11 @@
 // Checkpoint objects and manifests are written to a temporary file, fsynced and renamed into place
 // (then the directory is fsynced): a reader sees the old or the new file, never a mix. The meta
 // index is replaced the same way without fsyncs: it is checked against the journal and rebuilt.
-// A pre-image and the manifest naming it are durable before the file is first changed; each
-// later write of the turn costs one fsync, of its intent record, and the manifest's post-images
-// are saved at the turn's end (a crash before that reverts from the intent log).
+// A pre-image and the manifest naming it are durable before the file is first changed (the two
+// are written in parallel); each later write of the turn costs one fsync, of its intent record
+// (the turn's log stays open), and the manifest's post-images are saved at the turn's end (a
+// crash before that reverts from the intent log). Sync also makes the renames of the tools'
+// writes durable (fsafe.SyncDirs), in parallel with the journal's own fsync.
 //
 // # Concurrency
 //

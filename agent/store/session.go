@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/tools/fsafe"
 )
 
 // ErrClosed is returned by a SessionFile after Close.
@@ -270,8 +271,22 @@ func (f *SessionFile) repair() error {
 }
 
 // Sync makes everything appended so far durable (fsync) and updates the session's meta index.
-// The loop calls it at turn boundaries and before waiting for the user.
+// The loop calls it at turn boundaries and after each batch of tool calls, before the model
+// reads their results. The renames of the files the tools wrote (fsafe.SyncDirs) are made
+// durable at the same time, in parallel with the journal's fsync: when Sync returns, the
+// results and the writes they report are both durable.
 func (f *SessionFile) Sync() error {
+	var dirsSynced chan struct{}
+	if fsafe.PendingDirs() > 0 {
+		dirsSynced = make(chan struct{})
+		go func() {
+			fsafe.SyncDirs()
+			close(dirsSynced)
+		}()
+	}
+	if dirsSynced != nil {
+		defer func() { <-dirsSynced }()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.f == nil {

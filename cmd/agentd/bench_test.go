@@ -91,6 +91,12 @@ type benchEditor struct {
 	updates            int
 	text               int
 	done               chan struct{}
+	// completed are the times tool calls completed, in order.
+	completed []time.Time
+	// pid is the process started by socketDaemonStop (the wrapper's, when wrapped), and
+	// cpuAtFirst its CPU time (cpuSeconds) when the first tool call completed.
+	pid        int
+	cpuAtFirst float64
 }
 
 func (be *benchEditor) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -123,6 +129,10 @@ func (be *benchEditor) Notify(ctx context.Context, method string, params json.Ra
 		case rpc.UpdateToolCallStarted:
 			be.started[u.Update.ToolCall.CallID] = time.Now()
 		case rpc.UpdateToolCallCompleted:
+			be.completed = append(be.completed, time.Now())
+			if len(be.completed) == 1 {
+				be.cpuAtFirst = cpuSeconds(be.pid)
+			}
 			id := u.Update.ToolCall.CallID
 			if t, ok := be.started[id]; ok {
 				be.trips = append(be.trips, time.Since(t))
@@ -187,7 +197,8 @@ func socketDaemonStop(b *testing.B, e *runEnv, mode string, wrap ...string) (*be
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	be := &benchEditor{started: map[string]time.Time{}, requested: map[string]time.Time{}, decided: map[string]time.Time{}, done: make(chan struct{}, 4)}
+	be := &benchEditor{started: map[string]time.Time{}, requested: map[string]time.Time{}, decided: map[string]time.Time{}, done: make(chan struct{}, 4),
+		pid: cmd.Process.Pid}
 	be.conn = rpc.NewConn(nc)
 	be.conn.Go(be)
 	ctx := context.Background()
@@ -211,21 +222,57 @@ func BenchmarkToolRoundTripSocket(b *testing.B) {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		b.Run("tmpfs", func(b *testing.B) { toolRoundTrip(b, "/dev/shm", nil) })
 	}
-	// The daemon under strace: how many fsync/fdatasync calls one edit makes (no timing: strace
-	// slows every system call).
+	// The daemon under strace: how many fsync/fdatasync calls one edit makes (in the daemon's
+	// whole life, divided by the edits), and how many system calls other than the Go runtime's
+	// own (scheduling, memory, signals) the daemon makes per edit while the turn runs (from the
+	// read's completion to the last edit's: each edit and the model request before it). No
+	// timing: strace slows every system call.
 	if _, err := exec.LookPath("strace"); err == nil {
 		b.Run("fsyncs", func(b *testing.B) {
 			out := filepath.Join(b.TempDir(), "strace.out")
-			stop := toolRoundTrip(b, "", []string{"strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,sync_file_range", "-o", out})
+			var from, to time.Time
+			stop := toolRoundTripWindow(b, "", []string{"strace", "-f", "-qq", "-ttt", "-o", out}, &from, &to)
 			stop() // strace's output is complete once the daemon is gone
 			data, err := os.ReadFile(out)
 			if err != nil {
 				b.Fatal(err)
 			}
-			n := strings.Count(string(data), "fsync(") + strings.Count(string(data), "fdatasync(")
-			b.ReportMetric(float64(n)/roundTripEdits, "fsyncs/edit")
+			fsyncs, calls := countSyscalls(string(data), from, to)
+			b.ReportMetric(float64(fsyncs)/roundTripEdits, "fsyncs/edit")
+			b.ReportMetric(float64(calls)/roundTripEdits, "syscalls/edit")
 		})
 	}
+}
+
+// runtimeSyscalls are the Go runtime's own system calls (scheduling, memory, signals, threads),
+// left out of syscalls/edit: they count waits, not work.
+var runtimeSyscalls = map[string]bool{"futex": true, "nanosleep": true, "epoll_pwait": true, "epoll_wait": true,
+	"sched_yield": true, "rt_sigreturn": true, "rt_sigprocmask": true, "rt_sigaction": true, "tgkill": true,
+	"getpid": true, "gettid": true, "madvise": true, "mmap": true, "munmap": true, "mprotect": true,
+	"sigaltstack": true, "clone": true, "clone3": true, "sched_getaffinity": true, "pread64": true}
+
+// countSyscalls reads `strace -f -ttt` output: the fsync/fdatasync calls of the whole run, and
+// the system calls other than runtimeSyscalls that started between from and to. pread64 is
+// left out too: the runtime reads the cgroup CPU quota with it.
+func countSyscalls(trace string, from, to time.Time) (fsyncs, calls int) {
+	lo, hi := float64(from.UnixMicro())/1e6, float64(to.UnixMicro())/1e6
+	for line := range strings.Lines(trace) {
+		f := strings.Fields(line) // pid, time, call
+		if len(f) < 3 {
+			continue
+		}
+		name, _, ok := strings.Cut(f[2], "(")
+		if !ok || strings.HasPrefix(f[2], "<...") {
+			continue // a resumed call (counted where it started), a signal, an exit
+		}
+		if name == "fsync" || name == "fdatasync" {
+			fsyncs++
+		}
+		if t, err := strconv.ParseFloat(f[1], 64); err == nil && t >= lo && t <= hi && !runtimeSyscalls[name] {
+			calls++
+		}
+	}
+	return fsyncs, calls
 }
 
 // roundTripEdits is the number of reviewed edits in one toolRoundTrip run, all in one turn.
@@ -233,6 +280,14 @@ const roundTripEdits = 40
 
 // toolRoundTrip returns a function that stops the daemon (also called at cleanup).
 func toolRoundTrip(b *testing.B, base string, wrap []string) (stop func()) {
+	var from, to time.Time
+	return toolRoundTripWindow(b, base, wrap, &from, &to)
+}
+
+// toolRoundTripWindow is toolRoundTrip that also returns when the first call (the read) and the
+// last edit completed. Without a wrapper it reports the daemon's CPU time per edit
+// (cpu-ms/edit: user and system, in that window; clock ticks, so ±10 ms over the 40 edits).
+func toolRoundTripWindow(b *testing.B, base string, wrap []string, from, to *time.Time) (stop func()) {
 	if base != "" {
 		old := os.Getenv("TMPDIR")
 		os.Setenv("TMPDIR", base)
@@ -255,7 +310,16 @@ func toolRoundTrip(b *testing.B, base string, wrap []string) (stop func()) {
 	b.StopTimer()
 	be.mu.Lock()
 	trips := slices.Clone(be.trips[1:]) // the edits (the first call is the read)
+	if n := len(be.completed); n > 0 {
+		*from, *to = be.completed[0], be.completed[n-1]
+	}
 	be.mu.Unlock()
+	if len(wrap) == 0 {
+		be.mu.Lock()
+		cpu0 := be.cpuAtFirst
+		be.mu.Unlock()
+		b.ReportMetric((cpuSeconds(be.pid)-cpu0)*1000/roundTripEdits, "cpu-ms/edit")
+	}
 	if len(trips) != calls {
 		b.Fatalf("%d round trips", len(trips))
 	}
@@ -323,7 +387,8 @@ func BenchmarkSandboxCost(b *testing.B) {
 	}
 	e := newRunEnv(&testing.T{})
 	defer e.ollama.Close()
-	be, session := socketDaemon(b, e, "yolo")
+	// SANDBOXCOST_WRAP runs the daemon under a profiler, e.g. "strace -f -tt -o /tmp/trace".
+	be, session := socketDaemon(b, e, "yolo", strings.Fields(os.Getenv("SANDBOXCOST_WRAP"))...)
 	const perRound = 5
 	run := func(argv ...string) time.Duration {
 		t0 := time.Now()
@@ -374,4 +439,22 @@ func BenchmarkSandboxCost(b *testing.B) {
 	b.ReportMetric(a, "ms-agentd")
 	b.ReportMetric(w, "ms-bare-bwrap")
 	b.ReportMetric((a-p)/(w-p), "x-added-vs-bare")
+}
+
+// cpuSeconds is the CPU time (user and system) process pid has used, from /proc/<pid>/stat.
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses: utime and stime are the 12th and
+	// 13th (fields 14 and 15 of the whole line), in clock ticks of 1/100 s.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100
 }

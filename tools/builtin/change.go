@@ -22,7 +22,8 @@ import (
 // The flow of a call:
 //
 //	Validate  PrepareWrite (confinement, read_first, stale, non-regular, size) + derive
-//	Preview   the same + the diff, bound to canonical path + base hash + new hash
+//	Preview   Validate's plan (planMemo: not planned twice) + the diff, bound to canonical
+//	          path + base hash + new hash
 //	Execute   the same again (after the approval wait: a file changed meanwhile is stale, with
 //	          its current content), the binding must match the approved one, Apply(accepted
 //	          hunks), Commit (freshness re-checked under the per-file lock right before the
@@ -36,6 +37,8 @@ type fileChange struct {
 	derive func(t *fsafe.Target, shown string, args any) (content, summary string, err error)
 	// verb names the change in results ("Edited", "Wrote").
 	verb string
+	// memo keeps the call being prepared from being planned once per question.
+	memo planMemo
 }
 
 var (
@@ -89,21 +92,31 @@ func (f *fileChange) plan(ctx context.Context, call *tools.Call) (*planned, erro
 }
 
 func (f *fileChange) Permission(call *tools.Call) tools.Permission {
+	if perm, ok := f.memo.permission(call); ok {
+		return perm
+	}
 	return f.permission(f.pathOf(call.Args), tools.AccessWrite)
 }
 
 // Validate refuses a change that cannot be made (read_first, stale, no match, …) before the
 // user is asked.
 func (f *fileChange) Validate(ctx context.Context, call *tools.Call) error {
-	_, err := f.plan(ctx, call)
+	c, err := f.plan(ctx, call)
+	if err == nil {
+		f.memo.putPlan(call, c)
+	}
 	return err
 }
 
 func (f *fileChange) Preview(ctx context.Context, call *tools.Call) (*tools.Preview, error) {
-	c, err := f.plan(ctx, call)
-	if err != nil {
-		return nil, err
+	c := f.memo.takePlan(call)
+	if c == nil {
+		var err error
+		if c, err = f.plan(ctx, call); err != nil {
+			return nil, err
+		}
 	}
+	f.memo.putPermission(call, c.target.Path.Permission(tools.AccessWrite))
 	d := c.diff()
 	return &tools.Preview{Summary: d.Summary(), Diff: d, Binding: c.binding()}, nil
 }

@@ -19,7 +19,8 @@
 //     partial). Editing an existing file requires a whole read; a changed file yields a stale
 //     error carrying the current content, which then counts as read.
 //   - WriteFile: atomic replace (temp file in the same directory, fsync, mode and owner kept,
-//     rename, directory fsync). SweepTemps removes temp files left by a crash.
+//     rename, directory fsync; Commit leaves the directory fsync to SyncDirs, see dirsync.go).
+//     SweepTemps removes temp files left by a crash.
 //   - FS: the facade tools use. Read/ReadLines (editor buffers win over disk), PrepareWrite
 //     (resolve + read-first/freshness check, returns the verified current content), Commit
 //     (per-file lock, compare-and-swap against what the edit was computed from, write through

@@ -297,7 +297,8 @@ func (f *FS) stamp(p Path) (Stamp, []byte, bool, error) {
 // re-checks, right before writing (after any approval wait), that the file is still exactly what
 // the change was computed from (t.Base, or still absent for a new file); if not, it fails with a
 // stale error carrying the current content (which then counts as read). A document open in the
-// editor is written through the Writer, anything else atomically to disk (parents created). The
+// editor is written through the Writer, anything else atomically to disk (parents created; the
+// rename is made durable by the next SyncDirs, see dirsync.go). The
 // new content is recorded as read, so a second edit in a row needs no read. Content larger than
 // Limits.WriteBytes is an oversized error.
 func (f *FS) Commit(ctx context.Context, t *Target, data []byte) (Stamp, error) {
@@ -333,7 +334,7 @@ func (f *FS) Commit(ctx context.Context, t *Target, data []byte) (Stamp, error) 
 			st = StampOf(SourceEditor, st.Version, data)
 		}
 	} else {
-		st, err = writeHooked(ctx, p, data, WriteOptions{MkdirAll: true})
+		st, err = writeHooked(ctx, p, data, WriteOptions{MkdirAll: true, deferDirSync: true})
 	}
 	if err != nil {
 		return Stamp{}, err

@@ -202,7 +202,7 @@ func (w *Workspace) Resolve(name string) (Path, error) {
 	if !filepath.IsAbs(name) {
 		abs = w.roots[0].abs + "/" + name
 	}
-	canon, err := canonicalize(abs)
+	canon, err := w.canonicalize(abs)
 	if err != nil {
 		return Path{}, withPath(err, name)
 	}
@@ -243,12 +243,31 @@ func withPath(err error, name string) error {
 	return tools.Errorf(tools.IOError, "resolving %q: %v", name, err)
 }
 
-// canonicalize resolves symlinks and ".." in the absolute path abs, component by component, the
-// way the kernel walks a path. Components that do not exist are kept as written (and a ".."
-// after one of them removes it). It only inspects metadata (lstat, readlink), never content.
-func canonicalize(abs string) (string, error) {
-	pending := strings.Split(abs, "/")
-	resolved := "/"
+// canonicalize is canonicalizeFrom for a path the model gave: a path that starts with a root's
+// canonical path (most do: relative paths are joined to the first root) is walked from that
+// root, whose components were resolved when the workspace was opened, instead of from "/". That
+// saves an lstat per component above the root on every call; confinement does not rest on it
+// (every operation goes through the root's os.Root, which refuses to leave it).
+func (w *Workspace) canonicalize(abs string) (string, error) {
+	var best *root
+	for _, rt := range w.roots {
+		if (abs == rt.abs || strings.HasPrefix(abs, rt.abs+"/")) && (best == nil || len(rt.abs) > len(best.abs)) {
+			best = rt
+		}
+	}
+	if best == nil || best.abs == "/proc" || strings.HasPrefix(best.abs, "/proc/") {
+		return canonicalizeFrom("/", abs)
+	}
+	return canonicalizeFrom(best.abs, abs[len(best.abs):])
+}
+
+// canonicalizeFrom resolves symlinks and ".." in the path rest relative to the canonical
+// absolute directory start, component by component, the way the kernel walks a path.
+// Components that do not exist are kept as written (and a ".." after one of them removes it). It
+// only inspects metadata (lstat, readlink), never content.
+func canonicalizeFrom(start, rest string) (string, error) {
+	pending := strings.Split(rest, "/")
+	resolved := start
 	missing := 0 // how many trailing components of resolved do not exist
 	hops := 0
 	for len(pending) > 0 {

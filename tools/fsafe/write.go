@@ -34,6 +34,8 @@ type WriteOptions struct {
 	Perm fs.FileMode
 	// MkdirAll creates missing parent directories (0o755 before the umask), through the root.
 	MkdirAll bool
+	// deferDirSync leaves the directory's fsync after the rename to SyncDirs (FS.Commit).
+	deferDirSync bool
 }
 
 // WriteFile replaces the file at p with data atomically: a reader, a crash or a SIGKILL at any
@@ -115,7 +117,11 @@ func writeFile(p Path, data []byte, opt WriteOptions, hook func(writePhase) erro
 	if err != nil {
 		return Stamp{}, mapErr(dirPath, err)
 	}
-	defer df.Close()
+	defer func() {
+		if df != nil {
+			df.Close()
+		}
+	}()
 	if err := verifyOpened(df, dirPath.abs, dirRel); err != nil {
 		return Stamp{}, err
 	}
@@ -201,7 +207,12 @@ func writeFile(p Path, data []byte, opt WriteOptions, hook func(writePhase) erro
 	done = true
 	// The rename is in place; a failed directory fsync (some file systems refuse it) only
 	// weakens durability across a power loss, so it is not reported as a failed write.
-	_ = df.Sync()
+	if opt.deferDirSync {
+		deferDirSync(df) // SyncDirs fsyncs and closes it
+	} else {
+		syncDirNow(df, false)
+	}
+	df = nil
 
 	in := infoOf(fi)
 	return Stamp{Source: SourceDisk, Size: int64(len(data)), Hash: sha256.Sum256(data),
