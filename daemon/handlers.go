@@ -388,6 +388,8 @@ var requestHandlers = map[string]requestHandler{
 	rpc.MethodTurnList:       func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.turnList(p) },
 	rpc.MethodTurnChanges:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.turnChanges(p) },
 	rpc.MethodTurnUndo:       func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.turnUndo(ctx, p) },
+	rpc.MethodMCPProposals:   func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.mcpProposals(p) },
+	rpc.MethodMCPApprove:     func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.mcpApprove(p) },
 }
 
 // ignore serves a notification agentd has nothing to do for.

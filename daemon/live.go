@@ -229,7 +229,8 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: "t" + strconv.Itoa(turn), Text: m.Content, Thinking: m.Thinking})
 			}
 			for _, call := range m.ToolCalls {
-				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: rpc.StatusCompleted, Arguments: call.Arguments}
+				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: rpc.StatusCompleted, Arguments: call.Arguments,
+					MCP: mcpCallOf(ls.h, call.Name)}
 				if r, ok := results[call.ID]; ok {
 					info.Result = &rpc.ResultInfo{Type: rpc.ResultOK, Text: r.Content}
 					if len(r.Content) > 6 && r.Content[:6] == "Error " {
@@ -299,7 +300,8 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 				ContextLength: numCtx, ContextPercent: pct}}),
 		}
 	case agent.ToolStart:
-		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: rpc.StatusPending, Arguments: validJSON(e.Args)}
+		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: rpc.StatusPending, Arguments: validJSON(e.Args),
+			MCP: mcpCallOf(ls.h, e.Tool)}
 		ls.calls[e.CallID] = info
 		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallStarted, ToolCall: cloneCall(info)})}
 	case agent.ToolUpdate:
@@ -475,6 +477,9 @@ func resultInfo(r tools.Result) *rpc.ResultInfo {
 		if b, err := json.Marshal(r.Details); err == nil && string(b) != "null" {
 			out.Details = b
 		}
+	}
+	if out.Images = resultImages(r); len(out.Images) > 0 {
+		out.Text = textAroundImages(r)
 	}
 	return out
 }

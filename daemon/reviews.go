@@ -3,12 +3,14 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/agentd/agentd/harness"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/preview"
 	"github.com/agentd/agentd/rpc"
@@ -139,6 +141,7 @@ func (ls *liveSession) newReview(q harness.Question) (*review, error) {
 			p.Command = &rpc.CommandPreview{Argv: c.Argv, Cwd: c.Cwd, TimeoutMs: c.TimeoutMS, Sandbox: c.Sandbox, Network: c.Network}
 		}
 	}
+	p.MCP = mcpReview(q.Call.Tool, q.Call.Call)
 	for _, g := range q.Grants {
 		p.Scopes = append(p.Scopes, ls.scopeOf(g))
 	}
@@ -161,7 +164,10 @@ func (ls *liveSession) currentTurn() string {
 // fileReview describes a file change: hunks, unified diff, and the edits that apply them to the
 // text the change was computed against (the editor's buffer when the document is open).
 func (ls *liveSession) fileReview(d *preview.Diff) *rpc.FileReview {
-	abs := ls.h.Workspace() + "/" + d.Path
+	abs := d.Path // absolute for a file in another workspace root (builtin's env.show)
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(ls.h.Workspace(), d.Path)
+	}
 	f := &rpc.FileReview{URI: fileURI(abs), Path: d.Path, Created: d.Created, Deleted: d.Deleted,
 		UnifiedDiff: d.Unified(3), Hunks: []rpc.Hunk{}, Edit: rpc.FileEdit{Edits: []protocol.TextEdit{}}}
 	if doc, ok := ls.srv.overlay.get(tools.Canonical(abs)); ok {
@@ -201,8 +207,12 @@ func (ls *liveSession) scopeOf(g policy.Grant) rpc.GrantScope {
 	case policy.ScopeTool:
 		return rpc.GrantScope{Kind: rpc.ScopeTool, Tool: g.Tool, Label: "all " + g.Tool + " calls in this session"}
 	case policy.ScopeCommand:
-		return rpc.GrantScope{Kind: rpc.ScopeCommand, CommandPrefix: g.Prefix,
-			Label: "commands starting with `" + strings.Join(g.Prefix, " ") + "`"}
+		// The one wording of a command grant; the editors show it as it is.
+		label := "commands starting with `" + strings.Join(g.Prefix, " ") + "`"
+		if g.Exact {
+			label = "this exact command: `" + strings.Join(g.Prefix, " ") + "`"
+		}
+		return rpc.GrantScope{Kind: rpc.ScopeCommand, CommandPrefix: g.Prefix, Label: label}
 	default:
 		rel := g.Path
 		if within(ls.h.Workspace(), g.Path) {
@@ -240,6 +250,17 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 		return nil, rpc.Errorf(rpc.CodeReviewResolved, "review %s is already resolved", p.ReviewID)
 	}
 	d := p.Decision
+	// A reason per hunk names a hunk of this file change (not an accepted one: rpc checked that).
+	if d.HunkReasons != nil {
+		if r.params.File == nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunkReasons given for a review that is not a file change")
+		}
+		for _, id := range slices.Sorted(maps.Keys(d.HunkReasons)) {
+			if !slices.ContainsFunc(r.params.File.Hunks, func(h rpc.Hunk) bool { return h.ID == id }) {
+				return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunkReasons: review %s has no hunk %q", p.ReviewID, id)
+			}
+		}
+	}
 	var a harness.Answer
 	outcome := "accepted"
 	switch d.Type {
@@ -254,7 +275,7 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 				}
 			}
 		}
-		a = harness.Answer{Decision: harness.AnswerAccept, Hunks: d.Hunks, Reason: d.Reason}
+		a = harness.Answer{Decision: harness.AnswerAccept, Hunks: d.Hunks, Reason: d.Reason, HunkReasons: d.HunkReasons}
 	case rpc.DecisionAcceptForSession:
 		i := slices.IndexFunc(r.params.Scopes, func(s rpc.GrantScope) bool { return sameScope(s, *d.Scope) })
 		if i < 0 {
@@ -266,7 +287,7 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 		}
 		a = harness.Answer{Decision: harness.AnswerAcceptForSession}
 	case rpc.DecisionReject:
-		a, outcome = harness.Answer{Decision: harness.AnswerReject, Reason: d.Reason}, "rejected"
+		a, outcome = harness.Answer{Decision: harness.AnswerReject, Reason: d.Reason, HunkReasons: d.HunkReasons}, "rejected"
 	case rpc.DecisionCancelTurn:
 		a, outcome = harness.Answer{Decision: harness.AnswerCancelTurn}, "cancelled"
 	}

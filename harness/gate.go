@@ -52,6 +52,9 @@ type Answer struct {
 	Grant *policy.Grant
 	// Reason is the user's reason for a reject, told to the model.
 	Reason string
+	// HunkReasons are the user's reasons for single rejected hunks of an edit (hunk ID → reason;
+	// a reject, or a partial accept whose Hunks do not name them), each told to the model.
+	HunkReasons map[string]string
 	// By says who decided, for the audit log: "user" (default), "grant", "timeout", …
 	By string
 }
@@ -113,16 +116,16 @@ func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 	if by == "" {
 		by = store.ByUser
 	}
-	d, err := g.answer(ans, by, v, sockets, sensitive)
+	d, err := g.answer(ans, by, v, sockets, sensitive, req.Preview)
 	d.By = by
 	return d, err
 }
 
 // answer turns the Asker's answer into the kernel's decision.
-func (g *gate) answer(ans Answer, by string, v policy.Verdict, sockets, sensitive []string) (agent.GateDecision, error) {
+func (g *gate) answer(ans Answer, by string, v policy.Verdict, sockets, sensitive []string, pv *tools.Preview) (agent.GateDecision, error) {
 	switch ans.Decision {
 	case AnswerAccept:
-		a := &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason, UnixSockets: sockets}
+		a := &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason, HunkReasons: ans.HunkReasons, UnixSockets: sockets}
 		if by == store.ByUser {
 			// Only the user's own yes to this command unmasks what it names (a grant never
 			// covers sensitive reads, but a settle by grant must not unmask either).
@@ -146,7 +149,7 @@ func (g *gate) answer(ans Answer, by string, v policy.Verdict, sockets, sensitiv
 		}
 		return agent.GateDecision{Reason: "the user cancelled the turn"}, nil
 	default:
-		return agent.GateDecision{Reason: ans.Reason}, nil
+		return agent.GateDecision{Reason: tools.RejectionReason(ans.Reason, pv, ans.HunkReasons)}, nil
 	}
 }
 

@@ -50,13 +50,17 @@ type Grant struct {
 	Tool string
 	// Prefix is the argv prefix for ScopeCommand.
 	Prefix []string
+	// Exact makes a ScopeCommand grant cover only the command whose argv is Prefix, not the
+	// same command with more arguments ("this exact command").
+	Exact bool
 	// Path is the path prefix for ScopePath; Add makes it canonical.
 	Path string
 	// Created is set by Add.
 	Created time.Time
 }
 
-// String describes the grant for a user: `command "npm test"`, `path /ws/src`, `tool edit`.
+// String describes the grant for a user: `command "npm test"`, `exact command "npm test -- --ci"`,
+// `path /ws/src`, `tool edit`.
 func (g Grant) String() string {
 	var s string
 	switch g.Scope {
@@ -64,6 +68,9 @@ func (g Grant) String() string {
 		return "tool " + g.Tool
 	case ScopeCommand:
 		s = "command `" + quoteWords(g.Prefix) + "`"
+		if g.Exact {
+			s = "exact " + s
+		}
 	case ScopePath:
 		s = "path " + g.Path
 	default:
@@ -252,7 +259,7 @@ func (g *Grants) covering(req *Request, cl *Classification) (Grant, bool) {
 			if gr.Scope != ScopeCommand || (gr.Tool != "" && gr.Tool != req.Tool) {
 				continue
 			}
-			if !prefixMatches(gr.Prefix, c, false) {
+			if !prefixMatches(gr.Prefix, c, false) || (gr.Exact && len(c.Argv) != len(gr.Prefix)) {
 				continue
 			}
 			if c.Rule != nil && c.Rule.Action == ActionAsk && !hasPrefix(gr.Prefix, c.Rule.Prefix) {
@@ -342,7 +349,7 @@ func (p *Policy) Suggest(req Request, v Verdict) []Grant {
 		// gets one scope per program: each covers its part, so the same line asks again only for
 		// the parts not granted yet.
 		if len(prefixes) == 1 && len(exact) > len(prefixes[0]) {
-			out = append(out, Grant{Scope: ScopeCommand, Prefix: exact})
+			out = append(out, Grant{Scope: ScopeCommand, Prefix: exact, Exact: true})
 		}
 		for _, pre := range prefixes {
 			out = append(out, Grant{Scope: ScopeCommand, Prefix: slices.Clone(pre)})

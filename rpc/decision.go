@@ -3,7 +3,9 @@ package rpc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // DecodeDecide decodes review/decide params strictly: unknown fields anywhere, and fields that do
@@ -40,7 +42,16 @@ func (d Decision) Validate() error {
 				return fmt.Errorf("hunk IDs must be non-empty and distinct")
 			}
 		}
+		if d.HunkReasons != nil && d.Hunks == nil {
+			return fmt.Errorf("an accept without hunks accepts every hunk: hunkReasons go with a partial accept (hunks) or a reject")
+		}
+		if err := d.validHunkReasons(); err != nil {
+			return err
+		}
 	case DecisionAcceptForSession:
+		if d.HunkReasons != nil {
+			return fmt.Errorf("acceptForSession takes only a scope")
+		}
 		if d.Hunks != nil || d.Reason != "" {
 			return fmt.Errorf("acceptForSession takes only a scope")
 		}
@@ -50,16 +61,39 @@ func (d Decision) Validate() error {
 		return d.Scope.Validate()
 	case DecisionReject:
 		if d.Hunks != nil || d.Scope != nil {
-			return fmt.Errorf("reject takes only a reason")
+			return fmt.Errorf("reject takes only a reason and hunkReasons")
+		}
+		if err := d.validHunkReasons(); err != nil {
+			return err
 		}
 	case DecisionCancelTurn:
-		if d.Hunks != nil || d.Scope != nil || d.Reason != "" {
+		if d.Hunks != nil || d.Scope != nil || d.Reason != "" || d.HunkReasons != nil {
 			return fmt.Errorf("cancelTurn takes no other field")
 		}
 	case "":
 		return fmt.Errorf("decision type is required")
 	default:
 		return fmt.Errorf("unknown decision type %q (want accept, acceptForSession, reject or cancelTurn)", d.Type)
+	}
+	return nil
+}
+
+// validHunkReasons checks the reasons per hunk a partial accept or a reject carries: each names a
+// hunk (non-empty ID) that the decision does not accept, with a non-blank reason. Whether the
+// review has that hunk is the daemon's check.
+func (d Decision) validHunkReasons() error {
+	if d.HunkReasons != nil && len(d.HunkReasons) == 0 {
+		return fmt.Errorf("hunkReasons is empty: leave it out")
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.HunkReasons)) {
+		switch {
+		case id == "":
+			return fmt.Errorf("hunkReasons: hunk IDs must be non-empty")
+		case strings.TrimSpace(d.HunkReasons[id]) == "":
+			return fmt.Errorf("hunkReasons: the reason for hunk %q is blank: leave the hunk out", id)
+		case slices.Contains(d.Hunks, id):
+			return fmt.Errorf("hunkReasons: hunk %q is accepted: a reason goes with a rejected hunk", id)
+		}
 	}
 	return nil
 }

@@ -43,6 +43,11 @@ const (
 	MethodTurnList       = "turn/list"
 	MethodTurnChanges    = "turn/changes"
 	MethodTurnUndo       = "turn/undo"
+	// MethodMCPProposals lists the MCP servers a workspace proposes and their state.
+	MethodMCPProposals = "mcp/proposals"
+	// MethodMCPApprove approves one proposed MCP server's exact definition (what
+	// `agentd mcp approve` records); it starts from the next session on.
+	MethodMCPApprove = "mcp/approve"
 )
 
 // Server → client notifications and requests.
@@ -153,6 +158,8 @@ var Methods = []MethodInfo{
 	req[TurnListParams, TurnListResult](MethodTurnList, ClientToServer),
 	req[TurnChangesParams, TurnChangesResult](MethodTurnChanges, ClientToServer),
 	req[TurnUndoParams, TurnUndoResult](MethodTurnUndo, ClientToServer),
+	req[MCPProposalsParams, MCPProposalsResult](MethodMCPProposals, ClientToServer),
+	req[MCPApproveParams, MCPApproveResult](MethodMCPApprove, ClientToServer),
 	note[SessionUpdateParams](MethodSessionUpdate, ServerToClient),
 	note[ReviewRequestedParams](MethodReviewRequested, ServerToClient),
 	note[ReviewResolvedParams](MethodReviewResolved, ServerToClient),
@@ -538,6 +545,17 @@ type ToolCallInfo struct {
 	// Progress is the latest output chunk of a running call.
 	Progress string      `json:"progress,omitzero"`
 	Result   *ResultInfo `json:"result,omitzero"`
+	// MCP is set when the tool is an MCP server's: which server and which of its tools.
+	MCP *MCPCall `json:"mcp,omitzero"`
+}
+
+// MCPCall names the MCP server and the tool on it that a call goes to (the model sees the tool as
+// "server__tool"). In a review, Arguments are the exact arguments that will be sent (after
+// validation and coercion, keys sorted); in a tool call they are absent (see ToolCallInfo.arguments).
+type MCPCall struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitzero"`
 }
 
 // PreviewInfo is a call's preview: a summary plus the unified diff or the exact command.
@@ -556,6 +574,15 @@ type ResultInfo struct {
 	Truncated bool   `json:"truncated,omitzero"`
 	// Details is tool-specific structured data (exit code, applied hunks, …).
 	Details json.RawMessage `json:"details,omitzero"`
+	// Images are the images the result gave the model (not their data): editors show a
+	// placeholder with the type and size.
+	Images []ResultImage `json:"images,omitzero"`
+}
+
+// ResultImage is one image of a result.
+type ResultImage struct {
+	MIMEType string `json:"mimeType"`
+	Bytes    int    `json:"bytes"`
 }
 
 type UsageInfo struct {
@@ -596,6 +623,9 @@ type ReviewRequestedParams struct {
 	Why     string          `json:"why"`
 	File    *FileReview     `json:"file,omitzero"`
 	Command *CommandPreview `json:"command,omitzero"`
+	// MCP is set for a call of an MCP server's tool (kind "tool"): the server, the tool and the
+	// exact arguments the approval is bound to.
+	MCP *MCPCall `json:"mcp,omitzero"`
 	// Scopes are the "allow for this session" scopes the editor may offer.
 	Scopes []GrantScope `json:"scopes"`
 	// TimeoutMs is how long the daemon waits before rejecting (0: no timeout).
@@ -675,13 +705,16 @@ type ReviewDecideParams struct {
 
 // Decision is a closed set: accept (all hunks, or the listed ones, with an optional reason for
 // the hunks left out), acceptForSession (with a scope from the review's Scopes), reject (with an
-// optional reason), cancelTurn. Unknown fields and fields that do not belong to the type are
-// errors.
+// optional reason), cancelTurn. A partial accept and a reject may also carry HunkReasons: the
+// user's reason for each rejected hunk that has one (hunk ID → reason); a reason for a hunk the
+// review does not have, or for an accepted hunk, is an error. Unknown fields and fields that do
+// not belong to the type are errors.
 type Decision struct {
-	Type   string      `json:"type"`
-	Hunks  []string    `json:"hunks,omitzero"`
-	Scope  *GrantScope `json:"scope,omitzero"`
-	Reason string      `json:"reason,omitzero"`
+	Type        string            `json:"type"`
+	Hunks       []string          `json:"hunks,omitzero"`
+	Scope       *GrantScope       `json:"scope,omitzero"`
+	Reason      string            `json:"reason,omitzero"`
+	HunkReasons map[string]string `json:"hunkReasons,omitzero"`
 }
 
 type ReviewDecideResult struct {
@@ -732,6 +765,69 @@ type GrantRevokeParams struct {
 
 type GrantRevokeResult struct {
 	Revoked bool `json:"revoked"`
+}
+
+// MCPProposalsParams asks which MCP servers a workspace proposes (.agentd/mcp.json, .mcp.json).
+type MCPProposalsParams struct {
+	// WorkspaceFolder is a folder URI inside the connection's workspace folders; default: the
+	// connection's first workspace folder.
+	WorkspaceFolder string `json:"workspaceFolder,omitzero"`
+}
+
+// MCPProposalsResult lists the proposals of a trusted workspace. An untrusted workspace gets
+// Trusted false and no proposals: its proposals are ignored and cannot be approved.
+type MCPProposalsResult struct {
+	WorkspaceFolder string        `json:"workspaceFolder"` // URI
+	Trusted         bool          `json:"trusted"`
+	Proposals       []MCPProposal `json:"proposals"`
+}
+
+// MCPProposal is one server a workspace proposes: its exact definition, and its state.
+type MCPProposal struct {
+	Name string `json:"name"`
+	// File is the workspace-relative file that proposes it.
+	File string `json:"file"`
+	// Transport is "stdio" (Command, Args, Env, Cwd) or "http" (URL, Headers).
+	Transport string            `json:"transport"`
+	Command   string            `json:"command,omitzero"`
+	Args      []string          `json:"args,omitzero"`
+	Env       map[string]string `json:"env,omitzero"`
+	Cwd       string            `json:"cwd,omitzero"`
+	URL       string            `json:"url,omitzero"`
+	Headers   map[string]string `json:"headers,omitzero"`
+	// Network is whether the server may reach the network: always false for a proposal (only
+	// the user's own mcp.json can turn it on); stdio servers run in agentd's sandbox.
+	Network bool `json:"network"`
+	// Hash identifies the exact definition; mcp/approve must name it.
+	Hash string `json:"hash,omitzero"`
+	// State: "approved", "needsApproval", "invalid" (Error says why it can never start as
+	// written), "shadowed" (the user's own mcp.json has a server of that name, which wins).
+	State string `json:"state"`
+	Error string `json:"error,omitzero"`
+}
+
+// MCP proposal states (MCPProposal.state).
+const (
+	ProposalApproved      = "approved"
+	ProposalNeedsApproval = "needsApproval"
+	ProposalInvalid       = "invalid"
+	ProposalShadowed      = "shadowed"
+)
+
+// MCPApproveParams approves one proposal of a trusted workspace. Hash must be the definition's
+// hash from mcp/proposals: a definition changed since it was shown is not approved.
+type MCPApproveParams struct {
+	WorkspaceFolder string `json:"workspaceFolder,omitzero"`
+	Name            string `json:"name"`
+	Hash            string `json:"hash"`
+}
+
+// MCPApproveResult: the server starts in sessions created from now on, not in running ones.
+type MCPApproveResult struct {
+	Name     string `json:"name"`
+	Approved bool   `json:"approved"`
+	// Note says when it applies ("it starts in new sessions of this workspace").
+	Note string `json:"note"`
 }
 
 // DocumentSaveParams asks the editor to save a document (server → client request).
@@ -927,6 +1023,9 @@ var Enums = []Enum{
 		{"Error", MessageError}, {"Warning", MessageWarning}, {"Info", MessageInfo}, {"Log", MessageLog}}},
 	{"Context", []string{"ContextItem.kind"}, []EnumValue{
 		{"File", ContextFile}, {"Folder", ContextFolder}, {"Symbol", ContextSymbol}}},
+	{"Proposal", []string{"MCPProposal.state"}, []EnumValue{
+		{"Approved", ProposalApproved}, {"NeedsApproval", ProposalNeedsApproval}, {"Invalid", ProposalInvalid},
+		{"Shadowed", ProposalShadowed}}},
 }
 
 // WorkDoneProgressCreateParams asks the editor to create a progress token

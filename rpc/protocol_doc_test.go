@@ -27,6 +27,7 @@ func init() {
 		GrantRevokeParams{}, GrantRevokeResult{}, DocumentSaveParams{}, DocumentSaveResult{},
 		DocumentDiagnosticsParams{}, DocumentDiagnosticsResult{},
 		TurnListParams{}, TurnListResult{}, TurnChangesParams{}, TurnChangesResult{}, TurnUndoParams{}, TurnUndoResult{},
+		MCPProposalsParams{}, MCPProposalsResult{}, MCPApproveParams{}, MCPApproveResult{},
 	} {
 		docTypes[reflect.TypeOf(v).Name()] = v
 	}

@@ -51,6 +51,9 @@ type Approval struct {
 	Hunks []string
 	// Note is free text from the approver, passed on to the model in the result.
 	Note string
+	// HunkReasons are the user's reasons for rejected hunks of a file change (hunk ID → reason),
+	// each passed on to the model in the result (HunkReasonLines). Never for an accepted hunk.
+	HunkReasons map[string]string
 	// UnixSockets are the host Unix sockets (absolute paths) a command may connect to: named by
 	// `socket` lines of the user's rules that decided it (policy.Classification.UnixSockets).
 	// Only the bash tool reads it; nil: none, socket(AF_UNIX) stays denied.

@@ -155,8 +155,9 @@ func (f *fileChange) Execute(ctx context.Context, call *tools.Call) (tools.Outpu
 			Details: ChangeDetails{Path: c.path, Applied: []string{}, Rejected: []string{}}}, nil
 	}
 	var accepted []string
+	var hunkReasons map[string]string
 	if call.Approval != nil {
-		accepted = call.Approval.Hunks
+		accepted, hunkReasons = call.Approval.Hunks, call.Approval.HunkReasons
 	}
 	content, outcome, err := d.Apply(accepted)
 	if err != nil {
@@ -167,7 +168,7 @@ func (f *fileChange) Execute(ctx context.Context, call *tools.Call) (tools.Outpu
 	}
 	if len(outcome.Applied) == 0 {
 		return tools.Output{}, &tools.Error{Type: tools.RejectedByUser,
-			Message: joinLines(fmt.Sprintf("The user accepted none of your changes to %s; nothing was written.", c.path), note),
+			Message: joinLines(fmt.Sprintf("The user accepted none of your changes to %s; nothing was written.", c.path), note, strings.TrimSpace(tools.HunkReasonLines(d, hunkReasons))),
 			Details: ChangeDetails{Path: c.path, Created: d.Created, Applied: []string{}, Rejected: outcome.Rejected}}
 	}
 	if _, err := f.fs.Commit(ctx, c.target, []byte(content)); err != nil {
@@ -196,6 +197,7 @@ func (f *fileChange) Execute(ctx context.Context, call *tools.Call) (tools.Outpu
 		fmt.Fprintf(&b, " (%s)", c.summary)
 	}
 	fmt.Fprintf(&b, ": +%d −%d lines.\n%s.\n", added, removed, outcome.Describe(d))
+	b.WriteString(tools.HunkReasonLines(d, hunkReasons))
 	if len(outcome.Rejected) > 0 {
 		b.WriteString("The user accepted only part of your change, so the file now differs from what you proposed. Its current content where it differs (line numbers as in the file now):\n")
 		b.WriteString(regions(c.path, content, d.New))

@@ -31,7 +31,8 @@ command("AgentAccept", cmd("accept"), {
   bang = true, range = true, desc = "agentd: accept the hunk under the cursor (! the whole file)",
 })
 command("AgentReject", cmd("reject"), {
-  bang = true, range = true, desc = "agentd: reject the hunk under the cursor (! the whole file)",
+  bang = true, range = true, nargs = "*",
+  desc = "agentd: reject the hunk under the cursor [with the reason given] (! the whole file)",
 })
 command("AgentUndo", cmd("undo"), { nargs = 0, desc = "agentd: undo a hunk decision not sent yet" })
 command("AgentApprove", cmd("approve"), { nargs = 0, desc = "agentd: approve the waiting command once" })
@@ -53,6 +54,9 @@ command("AgentMode", cmd("mode"), {
   desc = "agentd: set the approval mode of the session",
 })
 command("AgentGrants", cmd("grants"), { nargs = 0, desc = "agentd: list the session's grants and revoke one" })
+command("AgentMcpApprove", cmd("mcp_approve"), {
+  nargs = 0, desc = "agentd: approve an MCP server this workspace proposes (for the next session)",
+})
 command("AgentStatus", cmd("status"), { nargs = 0, desc = "agentd: show the daemon's status" })
 command("AgentStop", cmd("stop"), { nargs = 0, desc = "agentd: close the connection (sessions keep running)" })
 
@@ -78,6 +82,7 @@ plug("n", "next-hunk", function() R().next_hunk() end, "next hunk")
 plug("n", "prev-hunk", function() R().prev_hunk() end, "previous hunk")
 plug("n", "accept-hunk", function() R().accept_hunk() end, "accept the hunk")
 plug("n", "reject-hunk", function() R().reject_hunk() end, "reject the hunk")
+plug("n", "reject-hunk-reason", function() R().reject_hunk_reason() end, "reject the hunk with a reason")
 plug("n", "accept-file", function() R().accept_file() end, "accept the file")
 plug("n", "reject-file", function() R().reject_file() end, "reject the file")
 plug("n", "review", function() R().goto_pending() end, "next pending review")

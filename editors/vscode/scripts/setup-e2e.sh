@@ -34,7 +34,7 @@ if [ "$(id -u)" != 0 ] && [ -z "${SKIP_APT:-}" ]; then
 	exit 1
 fi
 
-APT_PKGS=(chromium ripgrep curl ca-certificates build-essential pkg-config python3
+APT_PKGS=(chromium ripgrep curl ca-certificates build-essential pkg-config python3 unzip
 	libx11-dev libxkbfile-dev libsecret-1-dev libkrb5-dev fonts-dejavu-core)
 if [ -z "${SKIP_APT:-}" ]; then
 	missing=()

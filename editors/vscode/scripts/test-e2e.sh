@@ -6,6 +6,9 @@
 #   scripts/test-e2e.sh --bench    the scenarios and the benchmarks (activation, review latency,
 #                                  streaming 10,000 tokens over a 2,000-message session)
 #
+# It also packages the platform-specific .vsix with the bundled daemon (scripts/package-platform.mjs,
+# as `make vsix` does) for the "vsix" scenario, which installs it into a second code-server.
+#
 # Environment: AGENTD_E2E_DIR (/opt/agentd-e2e), CS_DIR (code-server install), AGENTD_BIN
 # (default: builds bin/agentd), OUT_DIR (default <repo>/out/vscode-e2e), E2E_ONLY=chat,review…,
 # E2E_REPEAT=N (run the scenarios N times in one VS Code), E2E_KEEP=1 keeps the temp run dir.
@@ -42,6 +45,7 @@ missing=()
 [ -d "$EXT_DIR/node_modules/playwright-core" ] || missing+=("playwright-core (npm ci in editors/vscode)")
 [ -x "$EXT_DIR/node_modules/.bin/vsce" ] || missing+=("@vscode/vsce (npm ci in editors/vscode)")
 command -v go >/dev/null || missing+=("go")
+command -v unzip >/dev/null || missing+=("unzip (package-platform.mjs lists the .vsix)")
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "${CI:-}" = true ]; then
 		echo "FAIL vscode e2e: not installed: ${missing[*]} (CI runs editors/vscode/scripts/setup-e2e.sh first)" >&2
@@ -70,10 +74,18 @@ t "packaging the extension"
 cd "$EXT_DIR"
 npm run --silent package >"$BIN_DIR/package.log" 2>&1 || { cat "$BIN_DIR/package.log" >&2; exit 1; }
 VSIX="$EXT_DIR/dist/agentd.vsix"
+# The platform-specific .vsix users install (what `make vsix` builds), bundling agentd and
+# agentd-sandbox: the "vsix" scenario installs it into a second code-server.
+t "packaging the platform .vsix (bundled daemon)"
+mkdir -p "$BIN_DIR/platform"
+cp "$AGENTD_BIN" "$BIN_DIR/platform/agentd"
+(cd "$REPO" && go build -o "$BIN_DIR/platform/agentd-sandbox" ./cmd/agentd-sandbox)
+VSIX_PLATFORM=$(node "$EXT_DIR/scripts/package-platform.mjs" --bin "$BIN_DIR/platform" 2>"$BIN_DIR/package-platform.log" | tail -1) ||
+	{ cat "$BIN_DIR/package-platform.log" >&2; exit 1; }
 
 t "running the scenarios$([ "$BENCH" = 1 ] && echo ' and benchmarks')"
 set +e
-CS_BIN="$CS_BIN" AGENTD_BIN="$AGENTD_BIN" FAKEOLLAMA="$BIN_DIR/fakeollama" VSIX="$VSIX" OUT_DIR="$OUT_DIR" \
+CS_BIN="$CS_BIN" AGENTD_BIN="$AGENTD_BIN" FAKEOLLAMA="$BIN_DIR/fakeollama" VSIX="$VSIX" VSIX_PLATFORM="$VSIX_PLATFORM" OUT_DIR="$OUT_DIR" \
 	CHROMIUM="$CHROMIUM" BENCH="$BENCH" node "$EXT_DIR/test/e2e/run.mjs"
 rc=$?
 if [ "$BENCH" = 1 ]; then

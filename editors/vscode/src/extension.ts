@@ -1,12 +1,15 @@
 // agentd for VS Code: renders and forwards. The daemon does the work (see docs/protocol.md).
 import { MentionResolver } from "./mentionsHost";
 import * as fs from "node:fs";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import { ChatViewProvider } from "./chat/view";
 import { RESTART_SETTINGS } from "./config";
 import { bundledDaemon } from "./daemon/args";
 import { DaemonClient } from "./daemon/client";
 import { registerDiagnostics } from "./diagnostics";
+import { HunkSync } from "./hunkSync";
+import { McpProposals } from "./mcp";
 import { ChangesView } from "./review/changes";
 import { ReviewManager } from "./review/manager";
 import { SessionController } from "./session";
@@ -47,10 +50,16 @@ export function activate(context: vscode.ExtensionContext) {
 	const mentions = new MentionResolver(log);
 	const session = new SessionController(daemon, context.workspaceState, log, mentions);
 	const reviews = new ReviewManager(daemon, log);
+	const mcpProposals = new McpProposals(daemon, log);
+	// Hunks decided in one window show as decided in the others on the same review.
+	const hunkSync =
+		context.globalStorageUri.scheme === "file" ? new HunkSync(path.join(context.globalStorageUri.fsPath, "hunk-states"), log, (k, st) => reviews.applySharedStates(k, st)) : undefined;
+	reviews.shared = hunkSync;
 	const chat = new ChatViewProvider(context.extensionUri, session, reviews, log, mentions);
 	const changes = new ChangesView(daemon, session, log);
 	const status = new StatusBar(session);
 
+	if (hunkSync) context.subscriptions.push(hunkSync);
 	context.subscriptions.push(
 		mentions,
 		channel,
@@ -66,9 +75,13 @@ export function activate(context: vscode.ExtensionContext) {
 			session.setPendingReviewCount(reviews.count);
 			daemon.setWaiting(reviews.count > 0);
 		}),
-		reviews.onLink((l) => session.linkReview(l.callId, l.reviewId, l.kind, l.why)),
+		reviews.onLink((l) => session.linkReview(l.callId, l.reviewId, l.kind, l.why, l.mcpArgs)),
 		session.onPendingReviews((ps) => reviews.addMany(ps)),
 		session.onSessionChanged((id) => reviews.retainSession(id)),
+		// A session started (or resumed) in a workspace that proposes MCP servers: offer them.
+		session.onSessionChanged((id) => {
+			if (id) void mcpProposals.sessionStarted(session.workspaceFolderUri);
+		}),
 	);
 
 	context.subscriptions.push(registerDiagnostics(daemon));
@@ -85,6 +98,7 @@ export function activate(context: vscode.ExtensionContext) {
 	cmd("agentd.stop", () => session.cancel());
 	cmd("agentd.revertLastTurn", () => session.revert());
 	cmd("agentd.manageGrants", () => session.manageGrants());
+	cmd("agentd.approveMcpServers", () => mcpProposals.approveCommand());
 	cmd("agentd.restart", () => daemon.restart());
 	cmd("agentd.showLog", () => log.show(true));
 	cmd("agentd.askAboutSelection", async (prompt?: string) => {

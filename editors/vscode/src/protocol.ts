@@ -28,6 +28,8 @@ export const Method = {
 	TurnList: "turn/list",
 	TurnChanges: "turn/changes",
 	TurnUndo: "turn/undo",
+	MCPProposals: "mcp/proposals",
+	MCPApprove: "mcp/approve",
 	// Server → client.
 	SessionUpdate: "session/update",
 	ReviewRequested: "review/requested",
@@ -67,6 +69,8 @@ export const Methods: readonly MethodInfo[] = [
 	{ name: Method.TurnList, direction: "client→server", request: true },
 	{ name: Method.TurnChanges, direction: "client→server", request: true },
 	{ name: Method.TurnUndo, direction: "client→server", request: true },
+	{ name: Method.MCPProposals, direction: "client→server", request: true },
+	{ name: Method.MCPApprove, direction: "client→server", request: true },
 	{ name: Method.SessionUpdate, direction: "server→client", request: false },
 	{ name: Method.ReviewRequested, direction: "server→client", request: false },
 	{ name: Method.ReviewResolved, direction: "server→client", request: false },
@@ -323,6 +327,14 @@ export interface ToolCallInfo {
 	preview?: PreviewInfo;
 	progress?: string;
 	result?: ResultInfo;
+	mcp?: MCPCall;
+}
+
+/** The MCP server and tool behind a call ("everything__echo" is server everything, tool echo); in a review, the exact arguments sent. */
+export interface MCPCall {
+	server: string;
+	tool: string;
+	arguments?: unknown;
 }
 
 export interface PreviewInfo {
@@ -338,6 +350,12 @@ export interface ResultInfo {
 	elapsedMs: number;
 	truncated?: boolean;
 	details?: unknown;
+	images?: ResultImage[];
+}
+
+export interface ResultImage {
+	mimeType: string;
+	bytes: number;
 }
 
 export interface UsageInfo {
@@ -377,6 +395,7 @@ export interface ReviewRequestedParams {
 	why: string;
 	file?: FileReview;
 	command?: CommandPreview;
+	mcp?: MCPCall;
 	scopes: GrantScope[];
 	timeoutMs?: number;
 }
@@ -432,10 +451,14 @@ export const DecisionType = {
 } as const;
 
 /** The closed decision set; fields that do not belong to the type are errors on the daemon side. */
+/**
+ * The closed decision set. hunkReasons (hunk ID → the user's reason) goes with a partial accept
+ * (for hunks not in `hunks`) or a reject; a reason for an accepted or unknown hunk is -32602.
+ */
 export type Decision =
-	| { type: "accept"; hunks?: string[] }
+	| { type: "accept"; hunks?: string[]; reason?: string; hunkReasons?: Record<string, string> }
 	| { type: "acceptForSession"; scope: GrantScope }
-	| { type: "reject"; reason?: string }
+	| { type: "reject"; reason?: string; hunkReasons?: Record<string, string> }
 	| { type: "cancelTurn" };
 
 export interface ReviewDecideParams {
@@ -529,6 +552,50 @@ export interface RequestTypes {
 	"turn/list": [TurnListParams, TurnListResult];
 	"turn/changes": [TurnChangesParams, TurnChangesResult];
 	"turn/undo": [TurnUndoParams, TurnUndoResult];
+	"mcp/proposals": [MCPProposalsParams, MCPProposalsResult];
+	"mcp/approve": [MCPApproveParams, MCPApproveResult];
+}
+
+// ---- MCP servers a workspace proposes (mcp/proposals, mcp/approve) ----
+export interface MCPProposalsParams {
+	workspaceFolder?: string;
+}
+
+export interface MCPProposalsResult {
+	workspaceFolder: string;
+	/** false: the workspace is not trusted; nothing is offered. */
+	trusted: boolean;
+	proposals: MCPProposal[];
+}
+
+export type MCPProposalState = "approved" | "needsApproval" | "invalid" | "shadowed";
+
+export interface MCPProposal {
+	name: string;
+	file: string;
+	transport: string;
+	command?: string;
+	args?: string[];
+	env?: Record<string, string>;
+	cwd?: string;
+	url?: string;
+	headers?: Record<string, string>;
+	network: boolean;
+	hash?: string;
+	state: MCPProposalState | string;
+	error?: string;
+}
+
+export interface MCPApproveParams {
+	workspaceFolder?: string;
+	name: string;
+	hash: string;
+}
+
+export interface MCPApproveResult {
+	name: string;
+	approved: boolean;
+	note: string;
 }
 export type ClientRequest = keyof RequestTypes;
 

@@ -100,6 +100,11 @@ export class SessionController implements vscode.Disposable {
 		return this.session?.sessionId;
 	}
 
+	/** The current session's workspace folder URI. */
+	get workspaceFolderUri(): string | undefined {
+		return this.session?.workspaceFolder;
+	}
+
 	get items(): ChatItem[] {
 		return snapshot(this.chat);
 	}
@@ -114,8 +119,8 @@ export class SessionController implements vscode.Disposable {
 		this.fireState();
 	}
 
-	linkReview(callId: string, reviewId: string | undefined, kind?: string, why?: string): void {
-		this.emit(setToolReview(this.chat, callId, reviewId, kind, why));
+	linkReview(callId: string, reviewId: string | undefined, kind?: string, why?: string, mcpArgs?: unknown): void {
+		this.emit(setToolReview(this.chat, callId, reviewId, kind, why, mcpArgs));
 	}
 
 	viewState(): SessionViewState {

@@ -39,6 +39,11 @@ local function describe(r)
       table.insert(where, string.format("timeout %ds", math.floor(c.timeoutMs / 1000)))
     end
     table.insert(lines, "(" .. table.concat(where, ", ") .. ")")
+  elseif type(p.mcp) == "table" then
+    local mcp = require("agentd.mcp")
+    -- the exact arguments the approval is bound to, whole (the details float pretty-prints them)
+    table.insert(lines, string.format("agentd wants to call %s (MCP server %s, tool %s) with arguments %s",
+      mcp.title(p.mcp), p.mcp.server or "?", p.mcp.tool or "?", mcp.compact(p.mcp.arguments or vim.empty_dict())))
   else
     table.insert(lines, string.format("agentd wants to use %s: %s", p.tool or "a tool", p.label or ""))
   end

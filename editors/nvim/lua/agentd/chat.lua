@@ -470,7 +470,12 @@ end
 
 local function tool_text(info)
   local label = info.label
-  if not label or label == "" or label == info.tool then
+  if type(info.mcp) == "table" then
+    -- an MCP server's tool: "everything › echo" and its arguments, whole
+    local args = info.arguments
+    label = require("agentd.mcp").title(info.mcp) .. " (MCP)"
+      .. ((args ~= nil and args ~= vim.NIL) and (" " .. require("agentd.mcp").compact(args)) or "")
+  elseif not label or label == "" or label == info.tool then
     local what = describe_args(info)
     label = (info.tool or "tool") .. (what and (" " .. what) or "")
   end
@@ -497,6 +502,9 @@ local function tool_virt(info)
     if r.isError or info.status == "failed" then
       -- the whole text is written under the line (error_lines); here only its type
       table.insert(bits, r.type or "error")
+    end
+    for _, im in ipairs(type(r.images) == "table" and r.images or {}) do
+      table.insert(bits, require("agentd.mcp").image_text(im))
     end
     if r.elapsedMs and r.elapsedMs > 0 then -- 0: unknown (resumed history)
       table.insert(bits, r.elapsedMs >= 1000 and string.format("%.1fs", r.elapsedMs / 1000)
@@ -861,8 +869,13 @@ function M.details_lines(info)
   end
   table.insert(lines, "tool: " .. (info.tool or "?") .. "  ·  status: " .. (info.status or "?")
     .. "  ·  call " .. (info.callId or "?"))
+  if type(info.mcp) == "table" then
+    table.insert(lines, "MCP server: " .. (info.mcp.server or "?") .. "  ·  its tool: " .. (info.mcp.tool or "?"))
+  end
   table.insert(lines, "")
-  if info.arguments ~= nil and info.arguments ~= vim.NIL then
+  if type(info.mcp) == "table" and info.arguments ~= nil and info.arguments ~= vim.NIL then
+    section("arguments", table.concat(require("agentd.mcp").pretty_lines(info.arguments), "\n"))
+  elseif info.arguments ~= nil and info.arguments ~= vim.NIL then
     local ok, enc = pcall(vim.json.encode, info.arguments)
     section("arguments", ok and enc or nil)
   end
@@ -890,6 +903,9 @@ function M.details_lines(info)
     table.insert(lines, head)
     table.insert(lines, "")
     section("output", r.text ~= "" and r.text or "(no output)")
+    if type(r.images) == "table" and #r.images > 0 then
+      section("images", table.concat(vim.tbl_map(require("agentd.mcp").image_text, r.images), "\n"))
+    end
     if r.details ~= nil and r.details ~= vim.NIL then
       local ok, enc = pcall(vim.json.encode, r.details)
       section("details", ok and enc or nil)

@@ -116,6 +116,8 @@ function M.reject(o)
   local review = require("agentd.review")
   if o.bang then
     review.reject_file()
+  elseif o.args and vim.trim(o.args) ~= "" then
+    review.reject_hunk_reason(o.args)
   elseif o.range and o.range > 0 then
     review.reject_hunk(o.line1, o.line2)
   else
@@ -164,6 +166,10 @@ function M.status()
       cur and string.format("\nsession %s (%s, %s)", cur.title ~= "" and cur.title or cur.sessionId, cur.model or "?",
         cur.approvalMode or "?") or ""))
   end)
+end
+
+function M.mcp_approve()
+  require("agentd.mcp").approve()
 end
 
 function M.grants()

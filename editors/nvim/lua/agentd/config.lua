@@ -58,6 +58,7 @@ M.defaults = {
     prev_hunk = "[h",
     accept_hunk = "<leader>aa",
     reject_hunk = "<leader>ar",
+    reject_hunk_reason = "<leader>aw", -- reject the hunk with a reason ("why")
     accept_file = "<leader>aA",
     reject_file = "<leader>aR",
     undo = "<leader>au",

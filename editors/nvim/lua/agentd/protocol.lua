@@ -26,6 +26,8 @@ M.request = {
   turn_list = "turn/list",
   turn_changes = "turn/changes",
   turn_undo = "turn/undo",
+  mcp_proposals = "mcp/proposals",
+  mcp_approve = "mcp/approve",
 }
 
 -- Server -> client notifications.
@@ -70,6 +72,14 @@ M.scope = {
   tool = "tool",
   command = "command",
   path = "path",
+}
+
+-- States of a workspace's proposed MCP server (MCPProposal.state, mcp/proposals).
+M.proposal = {
+  approved = "approved",
+  needs_approval = "needsApproval",
+  invalid = "invalid",
+  shadowed = "shadowed",
 }
 
 -- Approval modes (session/setMode).

@@ -100,6 +100,7 @@ function M.hint_text()
   end
   add("accept_hunk", "accept")
   add("reject_hunk", "reject")
+  add("reject_hunk_reason", "reject with reason")
   add("reject_file", "reject the rest (reason)")
   add("accept_file", "accept the rest")
   add("undo", "undo")
@@ -109,6 +110,16 @@ function M.hint_text()
   return " agentd review: " .. table.concat(parts, " · ")
 end
 
+--- s on one line, cut to n characters (not bytes) with an ellipsis.
+function M.clip(s, n)
+  s = vim.trim((s:gsub("%s+", " ")))
+  local len = vim.str_utfindex(s)
+  if len <= n then
+    return s
+  end
+  return s:sub(1, vim.str_byteindex(s, n - 1)) .. "…"
+end
+
 local function label_for(r, h)
   local n = #r.hunks
   local s = string.format(" ◆ agentd %d/%d  +%d −%d", h.index, n, #(h.hunk.added or {}), #(h.hunk.removed or {}))
@@ -116,11 +127,12 @@ local function label_for(r, h)
   if h.status == "accepted" then
     s = s .. "  ✓ accepted" .. (r.sent and "" or ((u and ("  " .. u .. " undo") or "") .. " (decide the other hunks to apply)"))
   elseif h.status == "rejected" then
-    s = s .. "  ✗ rejected" .. ((not r.sent and u) and ("  " .. u .. " undo") or "")
+    s = s .. "  ✗ rejected" .. (h.reason and (": “" .. M.clip(h.reason, 60) .. "”") or "")
+      .. ((not r.sent and u) and ("  " .. u .. " undo") or "")
   else
-    local a, j = keyhint("accept_hunk"), keyhint("reject_hunk")
+    local a, j, w = keyhint("accept_hunk"), keyhint("reject_hunk"), keyhint("reject_hunk_reason")
     if a and j then
-      s = s .. string.format("  %s accept · %s reject", a, j)
+      s = s .. string.format("  %s accept · %s reject", a, j) .. (w and string.format(" · %s reason", w) or "")
     else
       s = s .. "  :AgentAccept · :AgentReject"
     end
@@ -301,6 +313,7 @@ local function set_keymaps(bufnr)
   map("prev_hunk", "<Plug>(agentd-prev-hunk)", "agentd: previous hunk")
   map("accept_hunk", "<Plug>(agentd-accept-hunk)", "agentd: accept hunk")
   map("reject_hunk", "<Plug>(agentd-reject-hunk)", "agentd: reject hunk")
+  map("reject_hunk_reason", "<Plug>(agentd-reject-hunk-reason)", "agentd: reject the hunk with a reason")
   map("accept_file", "<Plug>(agentd-accept-file)", "agentd: accept all hunks of the file")
   map("reject_file", "<Plug>(agentd-reject-file)", "agentd: reject the file's pending hunks (with a reason)")
   map("undo", "<Plug>(agentd-undo)", "agentd: undo a hunk decision")
@@ -641,6 +654,18 @@ local function ask_reason(cb)
   end)
 end
 
+--- The hunkReasons of a decision: the reasons of the rejected hunks that have one (hunk ID →
+--- reason), nil when there is none.
+function M.hunk_reasons(r)
+  local out, n = {}, 0
+  for _, h in ipairs(r.hunks) do
+    if h.status == "rejected" and h.reason then
+      out[h.id], n = h.reason, n + 1
+    end
+  end
+  return n > 0 and out or nil
+end
+
 -- Sends the decision once every hunk is decided.
 local function maybe_submit(r)
   local accepted, pending = {}, 0
@@ -655,10 +680,14 @@ local function maybe_submit(r)
     refresh(r)
     return
   end
+  local why = M.hunk_reasons(r)
   if #accepted == #r.hunks then
     M.decide(r, { type = protocol.decision.accept })
   elseif #accepted > 0 then
-    M.decide(r, { type = protocol.decision.accept, hunks = accepted })
+    M.decide(r, { type = protocol.decision.accept, hunks = accepted, hunkReasons = why })
+  elseif why then
+    -- Every hunk rejected, some with their own reason: that is what the user had to say.
+    M.decide(r, { type = protocol.decision.reject, hunkReasons = why })
   else
     ask_reason(function(reason)
       if reason == false then
@@ -719,6 +748,9 @@ local decided_seq = 0 -- order of hunk decisions, for undo
 
 local function set_status(h, status)
   h.status = status
+  if status ~= "rejected" then
+    h.reason = nil
+  end
   if status == "pending" then
     h.seq = nil
   else
@@ -893,6 +925,47 @@ function M.reject_hunk(line1, line2)
   set_hunks("rejected", line1, line2)
 end
 
+--- Rejects the hunk under the cursor with a reason (asked with vim.ui.input; given: reason): the
+--- reason is shown on the hunk until the file is settled and goes with the file's decision
+--- (hunkReasons), for the model to read with that hunk. An empty answer rejects without a reason;
+--- cancelling decides nothing. A new or deleted file (one diff buffer) is rejected as a whole.
+function M.reject_hunk_reason(given)
+  local bufnr, row = cursor()
+  local r, h = M.hunk_at(bufnr, row)
+  if not r then
+    if #M.reviews_in(bufnr) == 0 then
+      util.notify("no pending review in this buffer")
+    else
+      util.notify("no hunk under the cursor (]h / [h move between hunks)")
+    end
+    return
+  end
+  if h.status ~= "pending" then
+    util.notify(string.format("hunk %d/%d is already %s (%s undoes it)", h.index, #r.hunks, h.status, keyhint("undo") or ":AgentUndo"))
+    return
+  end
+  local function apply(text)
+    if text == nil or M.reviews[r.id] ~= r or r.sent or h.status ~= "pending" then
+      return
+    end
+    text = vim.trim(text)
+    if r.diff_buf then
+      for _, hh in ipairs(r.hunks) do
+        set_status(hh, "rejected")
+      end
+      return M.decide(r, { type = protocol.decision.reject, reason = text ~= "" and text or nil })
+    end
+    set_status(h, "rejected")
+    h.reason = text ~= "" and text or nil
+    maybe_submit(r)
+    M.advance()
+  end
+  if given and vim.trim(given) ~= "" then
+    return apply(given)
+  end
+  vim.ui.input({ prompt = string.format("Why not hunk %d/%d? (the agent reads it): ", h.index, #r.hunks) }, apply)
+end
+
 -- The decision for a review whose pending hunks all get status; reason goes with it. Hunks the
 -- user decided before keep their decision: a partial accept lists the accepted ones.
 local function settle_rest(r, status, reason)
@@ -905,12 +978,13 @@ local function settle_rest(r, status, reason)
       table.insert(accepted, h.id)
     end
   end
+  local why = M.hunk_reasons(r)
   if #accepted == #r.hunks then
     return { type = protocol.decision.accept }
   elseif #accepted > 0 then
-    return { type = protocol.decision.accept, hunks = accepted, reason = reason }
+    return { type = protocol.decision.accept, hunks = accepted, reason = reason, hunkReasons = why }
   end
-  return { type = protocol.decision.reject, reason = reason }
+  return { type = protocol.decision.reject, reason = reason, hunkReasons = why }
 end
 
 --- Accepts the hunks of the buffer's reviews still pending (hunks rejected before stay rejected).

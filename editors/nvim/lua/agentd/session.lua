@@ -80,6 +80,8 @@ function M.new(title, cb)
     if previous and previous.sessionId ~= result.session.sessionId and not M.is_running(previous.sessionId) then
       client.request(protocol.request.session_detach, { sessionId = previous.sessionId })
     end
+    -- the workspace may propose MCP servers not approved yet: say so
+    require("agentd.mcp").session_started(result.session.workspaceFolder)
     if cb then
       cb(result.session)
     end

@@ -49,6 +49,10 @@ H.test("a command asks with vim.ui.select; allow for the session", function()
     if not (exact and program) then
       error("want an exact-command scope and a program scope: " .. vim.inspect(items))
     end
+    -- The label is the daemon's, as in VS Code: it says what the scope grants.
+    if not exact.label:find("Allow for this session: this exact command: `", 1, true) then
+      error("the exact-command scope's label: " .. exact.label)
+    end
     return program
   end)
   -- statusline integrations: Neovim's own progress event fires, and agentd.status() changes

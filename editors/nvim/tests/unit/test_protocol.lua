@@ -97,6 +97,7 @@ end)
 
 H.test("grant scope kinds match", function()
   H.eq(sorted_values(P.scope), sorted(enum("Scope")), "Scope enum")
+  H.eq(sorted_values(P.proposal), sorted(enum("Proposal")), "Proposal enum")
 end)
 
 H.test("approval modes match, in order", function()

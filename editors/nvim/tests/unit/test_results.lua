@@ -10,6 +10,14 @@ local client = require("agentd.client")
 
 local sent, replies = {}, {}
 client.request = function(method, params, cb)
+  if method == "mcp/proposals" then -- asked after session/new: an untrusted workspace (test_mcp.lua covers it)
+    if cb then
+      vim.schedule(function()
+        cb(nil, { workspaceFolder = "", trusted = false, proposals = {} })
+      end)
+    end
+    return
+  end
   table.insert(sent, { method = method, params = params })
   if cb then
     vim.schedule(function()

@@ -15,6 +15,7 @@ import type {
 	CompactionInfo,
 	ErrorInfo,
 	HistoryItem,
+	MCPCall,
 	PreviewInfo,
 	ResultInfo,
 	SessionInfo,
@@ -64,6 +65,10 @@ export interface ToolItem {
 	reviewKind?: string;
 	/** Why the review asks (the approval mode, a protected path…). */
 	reviewWhy?: string;
+	/** An MCP server's tool: the server and the tool on it. */
+	mcp?: MCPCall;
+	/** The exact arguments the pending review of an MCP call is bound to. */
+	reviewArgs?: unknown;
 }
 
 export interface NoticeItem {
@@ -256,7 +261,7 @@ export function markReverted(s: ChatState, turnId: string, summary: string): Cha
 }
 
 /** Links a pending review to its tool card (so the card can show Run / Reject buttons). */
-export function setToolReview(s: ChatState, callId: string, reviewId: string | undefined, reviewKind?: string, why?: string): ChatChange[] {
+export function setToolReview(s: ChatState, callId: string, reviewId: string | undefined, reviewKind?: string, why?: string, reviewArgs?: unknown): ChatChange[] {
 	const out: ChatChange[] = [];
 	const it = s.byId.get(toolId(callId));
 	if (!it || it.kind !== "tool") return out;
@@ -265,10 +270,12 @@ export function setToolReview(s: ChatState, callId: string, reviewId: string | u
 		delete it.reviewId;
 		delete it.reviewKind;
 		delete it.reviewWhy;
+		delete it.reviewArgs;
 	} else {
 		it.reviewId = reviewId;
 		if (reviewKind) it.reviewKind = reviewKind;
 		if (why) it.reviewWhy = why;
+		if (reviewArgs !== undefined) it.reviewArgs = reviewArgs;
 	}
 	set(it, out);
 	return out;
@@ -457,6 +464,7 @@ function mergeToolCall(s: ChatState, turnId: string | undefined, tc: ToolCallInf
 			delete it.reviewId;
 			delete it.reviewKind;
 			delete it.reviewWhy;
+			delete it.reviewArgs;
 			changed = true;
 		}
 		if (changed) set(it, out);
@@ -500,6 +508,10 @@ function applyFields(it: ToolItem, tc: ToolCallInfo): boolean {
 	}
 	if (tc.result) {
 		it.result = tc.result;
+		changed = true;
+	}
+	if (tc.mcp && !it.mcp) {
+		it.mcp = tc.mcp;
 		changed = true;
 	}
 	return changed;

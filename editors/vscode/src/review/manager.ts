@@ -2,7 +2,7 @@
 //
 // Edit reviews are shown inline over the untouched buffer (see review/model.ts for the rendering
 // model): removed lines struck through in red, proposed lines as green ghost text, a CodeLens row
-// per hunk (Accept / Reject) and one per file (Accept all / Reject all / Reject with reason… /
+// per hunk (Accept / Reject / Reject with reason…) and one per file (Accept all / Reject all / Reject with reason… /
 // Diff). Per-hunk choices are collected locally; once every hunk of a review is decided, one
 // review/decide goes out (accept, accept with the chosen hunk IDs, or reject). The daemon then
 // applies the accepted hunks through workspace/applyEdit (one undo step) and asks for document/save.
@@ -26,6 +26,7 @@ import {
 import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
 import { commandLine, relativeTo, sandboxLabel } from "./format";
+import { mcpTitle, prettyArgs, toastArgs } from "../mcpFormat";
 import { anchorsOf, decisionFor, hunkAt, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
@@ -55,6 +56,15 @@ interface Entry {
 	closeToast?: () => void;
 	/** Edit reviews: the hunks decided locally, most recent last (for Undo). */
 	decidedOrder: string[];
+	/** Edit reviews: the user's reason for a hunk rejected with "Reject with reason…" (sent as hunkReasons). */
+	reasons: Map<string, string>;
+}
+
+/** Where per-hunk decisions are shared with other windows (src/hunkSync.ts). */
+export interface SharedHunks {
+	read(key: ReviewRequestedParams): Record<string, HunkState> | undefined;
+	publish(key: ReviewRequestedParams, states: Record<string, HunkState>): void;
+	forget(key: ReviewRequestedParams): void;
 }
 
 export interface ReviewTiming {
@@ -70,6 +80,7 @@ const MAC = process.platform === "darwin";
 export const KEYS = {
 	accept: MAC ? "⌘⌥Y" : "Ctrl+Alt+Y",
 	reject: MAC ? "⌘⌥N" : "Ctrl+Alt+N",
+	rejectReason: MAC ? "⌘⌥R" : "Ctrl+Alt+R",
 	acceptFile: MAC ? "⌘⌥⇧Y" : "Ctrl+Alt+Shift+Y",
 	rejectFile: MAC ? "⌘⌥⇧N" : "Ctrl+Alt+Shift+N",
 	undo: MAC ? "⌘⌥U" : "Ctrl+Alt+U",
@@ -95,12 +106,14 @@ export class ReviewManager implements vscode.Disposable {
 	private readonly _onDidChange = new vscode.EventEmitter<void>();
 	/** Fires when the set of pending reviews changes. */
 	readonly onDidChange = this._onDidChange.event;
-	private readonly _onLink = new vscode.EventEmitter<{ callId: string; reviewId?: string; kind?: string; why?: string }>();
+	private readonly _onLink = new vscode.EventEmitter<{ callId: string; reviewId?: string; kind?: string; why?: string; mcpArgs?: unknown }>();
 	/** Links a review to its tool call in the chat (and unlinks it when resolved). */
 	readonly onLink = this._onLink.event;
 	readonly timings: ReviewTiming[] = [];
 	/** The review whose decision was made in its editor: the next file's review takes the focus. */
 	private followFocus: string | undefined;
+	/** Per-hunk decisions shared with the other windows (src/hunkSync.ts). */
+	shared: SharedHunks | undefined;
 	private focusNextArrival = false;
 
 	constructor(
@@ -224,11 +237,13 @@ export class ReviewManager implements vscode.Disposable {
 
 	add(p: ReviewRequestedParams): void {
 		if (this.entries.has(p.reviewId)) return;
-		const e: Entry = { params: p, receivedAt: Date.now(), anchors: [], states: new Map(), changed: false, busy: false, decidedOrder: [] };
+		const e: Entry = { params: p, receivedAt: Date.now(), anchors: [], states: new Map(), changed: false, busy: false, decidedOrder: [], reasons: new Map() };
 		if (p.kind === "edit" && p.file) {
 			e.uri = vscode.Uri.parse(p.file.uri);
 			e.anchors = anchorsOf(p.file);
 			for (const h of p.file.hunks) e.states.set(h.id, "pending");
+			// Hunks decided already in another window of this review.
+			this.mergeStates(e, this.shared?.read(p) ?? {});
 			// The buffer may already differ from the version the proposal was computed on.
 			const doc = vscode.workspace.textDocuments.find((d) => sameUri(d.uri, e.uri!));
 			if (doc && p.file.version && doc.version !== p.file.version) e.changed = true;
@@ -236,7 +251,7 @@ export class ReviewManager implements vscode.Disposable {
 		this.entries.set(p.reviewId, e);
 		this.timings.push({ reviewId: p.reviewId, receivedAt: e.receivedAt });
 		if (this.timings.length > 200) this.timings.shift();
-		this._onLink.fire({ callId: p.callId, reviewId: p.reviewId, kind: p.kind, why: p.why });
+		this._onLink.fire({ callId: p.callId, reviewId: p.reviewId, kind: p.kind, why: p.why, mcpArgs: p.mcp?.arguments });
 		this.update();
 		if (e.uri) {
 			const ed = vscode.window.activeTextEditor;
@@ -278,6 +293,7 @@ export class ReviewManager implements vscode.Disposable {
 		const e = this.entries.get(reviewId);
 		if (!e) return;
 		this.entries.delete(reviewId);
+		if (e.uri) this.shared?.forget(e.params);
 		this.closeReviewTabs(reviewId);
 		e.closeToast?.();
 		e.closeToast = undefined;
@@ -304,15 +320,18 @@ export class ReviewManager implements vscode.Disposable {
 		let hunks = 0;
 		let files = 0;
 		let commands = 0;
+		let calls = 0;
 		for (const e of this.entries.values()) {
 			if (e.uri) {
 				files++;
 				for (const s of e.states.values()) if (s === "pending") hunks++;
-			} else commands++;
+			} else if (e.params.kind === "command") commands++;
+			else calls++;
 		}
 		const parts: string[] = [];
 		if (files) parts.push(`${hunks} hunk${hunks === 1 ? "" : "s"}${files > 1 ? ` in ${files} files` : ""}`);
 		if (commands) parts.push(`${commands} command${commands === 1 ? "" : "s"}`);
+		if (calls) parts.push(`${calls} tool call${calls === 1 ? "" : "s"}`);
 		if (parts.length) {
 			this.statusItem.text = `$(git-pull-request) agentd: ${parts.join(", ")} to review`;
 			this.statusItem.tooltip = new vscode.MarkdownString(
@@ -443,12 +462,15 @@ export class ReviewManager implements vscode.Disposable {
 
 	private blockComment(e: Entry, b: ProposedBlock, index: number, lang: string): vscode.Comment {
 		const md = new vscode.MarkdownString(undefined, true);
-		md.isTrusted = { enabledCommands: ["agentd.review.acceptHunk", "agentd.review.rejectHunk", "agentd.review.undoHunk"] };
+		md.isTrusted = { enabledCommands: ["agentd.review.acceptHunk", "agentd.review.rejectHunk", "agentd.review.rejectHunkWithReason", "agentd.review.undoHunk"] };
 		const fence = "`".repeat(Math.max(3, longestRun(b.lines.join("\n"), "`") + 1));
 		md.appendMarkdown(`${fence}${/^[\w+#.-]*$/.test(lang) ? lang : ""}\n${b.lines.join("\n")}\n${fence}\n\n`);
 		const args = encodeURIComponent(JSON.stringify([e.params.reviewId, b.hunkId]));
 		if (e.busy) md.appendMarkdown("_sending the decision…_");
-		else if (b.state === "pending") md.appendMarkdown(`[$(check) Accept](command:agentd.review.acceptHunk?${args}) \`${KEYS.accept}\` · [$(close) Reject](command:agentd.review.rejectHunk?${args}) \`${KEYS.reject}\``);
+		else if (b.state === "pending")
+			md.appendMarkdown(
+				`[$(check) Accept](command:agentd.review.acceptHunk?${args}) \`${KEYS.accept}\` · [$(close) Reject](command:agentd.review.rejectHunk?${args}) \`${KEYS.reject}\` · [$(comment-discussion) Reject with reason…](command:agentd.review.rejectHunkWithReason?${args}) \`${KEYS.rejectReason}\``,
+			);
 		else {
 			const waiting = this.pendingCount(e);
 			md.appendMarkdown(`$(check) Accepted — applied once the file's other ${waiting === 1 ? "hunk is" : `${waiting} hunks are`} decided · [$(discard) Undo](command:agentd.review.undoHunk?${args}) \`${KEYS.undo}\``);
@@ -567,13 +589,15 @@ export class ReviewManager implements vscode.Disposable {
 				if (l.state === "pending") {
 					out.push(new vscode.CodeLens(range, { title: `$(check) Accept ${label} ${KEYS.accept}`, command: "agentd.review.acceptHunk", arguments: [id, l.hunkId], tooltip: KEYS.accept }));
 					out.push(new vscode.CodeLens(range, { title: `$(close) Reject ${KEYS.reject}`, command: "agentd.review.rejectHunk", arguments: [id, l.hunkId], tooltip: KEYS.reject }));
+					out.push(this.reasonLens(range, id, l.hunkId));
 					if (l.conflict) out.push(new vscode.CodeLens(range, { title: "⚠ edited since proposed", command: "" }));
 				} else {
 					const waiting = this.pendingCount(e);
 					out.push(
 						new vscode.CodeLens(range, {
-							title: `${l.state === "accepted" ? "$(check) Accepted" : "$(close) Rejected"} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`,
+							title: `${this.decidedTitle(e, l.hunkId, l.state)} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`,
 							command: "",
+							tooltip: e.reasons.get(l.hunkId) && l.state === "rejected" ? `Your reason, sent to the model with this hunk: ${e.reasons.get(l.hunkId)}` : undefined,
 						}),
 					);
 					out.push(new vscode.CodeLens(range, { title: `$(discard) Undo ${KEYS.undo}`, command: "agentd.review.undoHunk", arguments: [id, l.hunkId], tooltip: KEYS.undo }));
@@ -581,6 +605,22 @@ export class ReviewManager implements vscode.Disposable {
 			});
 		}
 		return out;
+	}
+
+	private reasonLens(range: vscode.Range, reviewId: string, hunkId: string): vscode.CodeLens {
+		return new vscode.CodeLens(range, {
+			title: `$(comment-discussion) Reject with reason… ${KEYS.rejectReason}`,
+			command: "agentd.review.rejectHunkWithReason",
+			arguments: [reviewId, hunkId],
+			tooltip: `Reject this hunk and tell the model why (${KEYS.rejectReason})`,
+		});
+	}
+
+	/** "✓ Accepted", "✗ Rejected", or "✗ Rejected: “reason”" for a hunk decided locally. */
+	private decidedTitle(e: Entry, hunkId: string, state: HunkState): string {
+		if (state === "accepted") return "$(check) Accepted";
+		const reason = e.reasons.get(hunkId);
+		return reason ? `$(close) Rejected: “${clip(reason, 60)}”` : "$(close) Rejected";
 	}
 
 	/** The hunk lenses of the diff's proposed side: at each hunk's place in the proposed text. */
@@ -597,9 +637,10 @@ export class ReviewManager implements vscode.Disposable {
 			if (state === "pending") {
 				out.push(new vscode.CodeLens(range, { title: `$(check) Accept ${label} ${KEYS.accept}`, command: "agentd.review.acceptHunk", arguments: [id, h.id], tooltip: KEYS.accept }));
 				out.push(new vscode.CodeLens(range, { title: `$(close) Reject ${KEYS.reject}`, command: "agentd.review.rejectHunk", arguments: [id, h.id], tooltip: KEYS.reject }));
+				out.push(this.reasonLens(range, id, h.id));
 			} else {
 				const waiting = this.pendingCount(e);
-				out.push(new vscode.CodeLens(range, { title: `${state === "accepted" ? "$(check) Accepted" : "$(close) Rejected"} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`, command: "" }));
+				out.push(new vscode.CodeLens(range, { title: `${this.decidedTitle(e, h.id, state)} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`, command: "" }));
 				out.push(new vscode.CodeLens(range, { title: `$(discard) Undo ${KEYS.undo}`, command: "agentd.review.undoHunk", arguments: [id, h.id], tooltip: KEYS.undo }));
 			}
 		});
@@ -735,11 +776,14 @@ export class ReviewManager implements vscode.Disposable {
 		const d = decisionFor(
 			e.params.file!.hunks.map((h) => h.id),
 			e.states,
+			undefined,
+			e.reasons,
 		);
 		if (d) {
 			await this.decide(e, d);
 			return;
 		}
+		this.shared?.publish(e.params, Object.fromEntries(e.states));
 		this.update();
 		this.renderAll();
 		this.moveToNextHunk(e);
@@ -772,9 +816,33 @@ export class ReviewManager implements vscode.Disposable {
 		}
 		if (!hunkId || (e.states.get(hunkId) ?? "pending") === "pending") return;
 		e.states.set(hunkId, "pending");
+		e.reasons.delete(hunkId);
 		e.decidedOrder = e.decidedOrder.filter((x) => x !== hunkId);
+		this.shared?.publish(e.params, Object.fromEntries(e.states));
 		this.update();
 		this.renderAll();
+	}
+
+	/** Hunk decisions made in another window for a review shown here. */
+	applySharedStates(key: { sessionId: string; reviewId: string; callId: string }, states: Record<string, HunkState>): void {
+		const e = this.entries.get(key.reviewId);
+		if (!e || e.busy || !e.uri || e.params.sessionId !== key.sessionId || e.params.callId !== key.callId) return;
+		if (!this.mergeStates(e, states)) return;
+		this.update();
+		this.renderAll();
+	}
+
+	/** Takes the known hunks' states from `states`; whether anything changed. */
+	private mergeStates(e: Entry, states: Record<string, HunkState>): boolean {
+		let changed = false;
+		for (const [id, st] of Object.entries(states)) {
+			if (!e.states.has(id) || e.states.get(id) === st || !["pending", "accepted", "rejected"].includes(st)) continue;
+			e.states.set(id, st);
+			e.decidedOrder = e.decidedOrder.filter((x) => x !== id);
+			if (st !== "pending") e.decidedOrder.push(id);
+			changed = true;
+		}
+		return changed;
 	}
 
 	private moveToNextHunk(e: Entry): void {
@@ -821,6 +889,7 @@ export class ReviewManager implements vscode.Disposable {
 			if (this.followFocus === e.params.reviewId) this.followFocus = undefined;
 			for (const id of e.states.keys()) e.states.set(id, "pending");
 			e.decidedOrder = [];
+			e.reasons.clear();
 			this.update();
 			this.renderAll();
 			showError(`agentd: the decision was not sent: ${errorMessage(err)}`);
@@ -834,7 +903,7 @@ export class ReviewManager implements vscode.Disposable {
 		const ids = file.hunks.map((h) => h.id);
 		const states = new Map(e.states);
 		for (const id of ids) if ((states.get(id) ?? "pending") === "pending") states.set(id, state);
-		const d = decisionFor(ids, states);
+		const d = decisionFor(ids, states, undefined, e.reasons);
 		if (d) await this.decide(e, d);
 	}
 
@@ -861,8 +930,33 @@ export class ReviewManager implements vscode.Disposable {
 		// Only the hunks still pending are rejected: the ones accepted already are applied, and the
 		// reason goes with them (a partial accept).
 		const file = e.params.file;
-		const d = file && !file.created ? rejectRestDecision(file.hunks.map((h) => h.id), e.states, reason) : reason.trim() ? { type: "reject" as const, reason: reason.trim() } : { type: "reject" as const };
+		const d = file && !file.created ? rejectRestDecision(file.hunks.map((h) => h.id), e.states, reason, e.reasons) : reason.trim() ? { type: "reject" as const, reason: reason.trim() } : { type: "reject" as const };
 		await this.decide(e, d);
+	}
+
+	/**
+	 * "Reject with reason…" on one hunk (its lens, its comment thread, the tree, the key): asks why,
+	 * rejects that hunk and keeps the reason, shown on the hunk until the file is settled and sent
+	 * with the file's decision (hunkReasons). An empty answer rejects without a reason; Escape
+	 * decides nothing.
+	 */
+	async rejectHunkWithReason(args: HunkArgs): Promise<void> {
+		const { e, hunkId } = this.hunkArgs(args);
+		if (!e || !hunkId || e.busy) return;
+		const file = e.params.file!;
+		if (file.created) return this.rejectWithReason(e.params.reviewId);
+		if ((e.states.get(hunkId) ?? "pending") !== "pending") return;
+		const n = file.hunks.length;
+		const index = file.hunks.findIndex((h) => h.id === hunkId);
+		const reason = await vscode.window.showInputBox({
+			title: `Reject ${n > 1 ? `hunk ${index + 1}/${n}` : "the hunk"} of ${file.path}`,
+			prompt: "Why not this hunk? The model reads it with this hunk.",
+			placeHolder: "e.g. keep the old name: other packages use it",
+			ignoreFocusOut: true,
+		});
+		if (reason === undefined || this.entries.get(e.params.reviewId) !== e || e.busy || (e.states.get(hunkId) ?? "pending") !== "pending") return;
+		if (reason.trim()) e.reasons.set(hunkId, reason.trim());
+		await this.decideHunk([e.params.reviewId, hunkId], "rejected");
 	}
 
 	async acceptForSession(reviewId?: string, scope?: GrantScope): Promise<void> {
@@ -912,15 +1006,20 @@ export class ReviewManager implements vscode.Disposable {
 		const modal = readConfig().commandApproval === "modal";
 		const cmd = p.command;
 		const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+		const mcp = p.mcp;
 		const message =
 			p.kind === "command" && cmd
 				? `agentd wants to run: ${commandLine(cmd.argv)} — in ${where(relativeTo(folder, cmd.cwd))}, ${sandboxLabel(cmd.sandbox, cmd.network)}. ${p.why}`
-				: `agentd wants to use ${p.tool}: ${p.label}. ${p.why}`;
+				: mcp
+					? `agentd wants to call ${mcpTitle(mcp)} (MCP server ${mcp.server}, tool ${mcp.tool}) — ${toastArgs(mcp.arguments)}. ${p.why}`
+					: `agentd wants to use ${p.tool}: ${p.label}. ${p.why}`;
 		const detail = cmd
 			? [`Command: ${cmd.argv.join(" ")}`, `Directory: ${cmd.cwd}`, `Sandbox: ${cmd.sandbox || "none"}`, `Network: ${cmd.network ? "on" : "off"}`, cmd.timeoutMs ? `Timeout: ${Math.round(cmd.timeoutMs / 1000)} s` : "", `Why: ${p.why}`]
 					.filter(Boolean)
 					.join("\n")
-			: p.why;
+			: mcp
+				? `MCP server: ${mcp.server}\nTool: ${mcp.tool}\nArguments (exactly as sent):\n${prettyArgs(mcp.arguments)}\nWhy: ${p.why}`
+				: p.why;
 		const run = p.kind === "command" ? "Run once" : "Allow once";
 		const sessionLabel = p.scopes?.length === 1 ? `Allow: ${p.scopes[0].label || scopeLabel(p.scopes[0])}` : p.scopes?.length ? "Allow for session…" : undefined;
 		if (modal) {
@@ -944,7 +1043,8 @@ export class ReviewManager implements vscode.Disposable {
 			`[Reject…](command:agentd.review.rejectWithReason?${arg})`,
 		];
 		// The actions first: a collapsed notification shows one line.
-		const title = p.kind === "command" && cmd ? `agentd wants to run: ${commandLine(cmd.argv)}` : `agentd wants to use ${p.tool}: ${p.label}`;
+		const title =
+			p.kind === "command" && cmd ? `agentd wants to run: ${commandLine(cmd.argv)}` : mcp ? `agentd wants to call ${mcpTitle(mcp)}` : `agentd wants to use ${p.tool}: ${p.label}`;
 		const rest = message.slice(title.length).replace(/^[\s—.]+/, "");
 		void vscode.window.withProgress(
 			{ location: vscode.ProgressLocation.Notification, title: title.replace(/[[\]]/g, ""), cancellable: false },
@@ -1016,6 +1116,7 @@ export class ReviewManager implements vscode.Disposable {
 		const reg = (id: string, fn: (...a: any[]) => unknown) => this.disposables.push(registerCommand(id, fn, this.log));
 		reg("agentd.review.acceptHunk", (...a: HunkArgs) => this.decideHunk(a, "accepted"));
 		reg("agentd.review.rejectHunk", (...a: HunkArgs) => this.decideHunk(a, "rejected"));
+		reg("agentd.review.rejectHunkWithReason", (...a: HunkArgs) => this.rejectHunkWithReason(a));
 		reg("agentd.review.undoHunk", (...a: HunkArgs) => this.undoHunk(a));
 		const id = (a: unknown) => (a && typeof a === "object" ? (a as { reviewId?: string }).reviewId : (a as string | undefined));
 		reg("agentd.review.acceptFile", (a?: unknown) => this.acceptFile(id(a)));
@@ -1066,7 +1167,8 @@ export class ReviewManager implements vscode.Disposable {
 				const st = e.states.get(h.id) ?? "pending";
 				const item = new vscode.TreeItem(`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`);
 				item.id = `${p.reviewId}/${h.id}`;
-				item.description = st === "pending" ? `+${h.added.length} −${h.removed.length}` : st;
+				const why = st === "rejected" ? e.reasons.get(h.id) : undefined;
+				item.description = st === "pending" ? `+${h.added.length} −${h.removed.length}` : why ? `rejected: ${clip(why, 60)}` : st;
 				item.tooltip = [...h.removed.map((l) => "- " + l), ...h.added.map((l) => "+ " + l)].join("\n");
 				item.iconPath = new vscode.ThemeIcon(st === "accepted" ? "check" : st === "rejected" ? "close" : "circle-outline");
 				item.contextValue = st === "pending" ? "agentdHunk" : "agentdHunkDecided";
@@ -1144,6 +1246,12 @@ function scopeLabel(s: GrantScope): string {
 	if (s.kind === "command") return `commands starting with \`${(s.commandPrefix ?? []).join(" ")}\``;
 	if (s.kind === "path") return `edits under ${s.pathPrefix}`;
 	return `all ${s.tool} calls`;
+}
+
+/** s on one line, cut to n characters with an ellipsis. */
+function clip(s: string, n: number): string {
+	const one = s.replace(/\s+/g, " ").trim();
+	return one.length > n ? one.slice(0, n - 1) + "…" : one;
 }
 
 function escapeMd(s: string): string {

@@ -148,23 +148,46 @@ function insertionAnchor(a: HunkAnchor, last: number): { line: number; before: b
  * All accepted → accept; some → accept with the accepted IDs (the others are rejected); none →
  * reject.
  */
-export function decisionFor(hunkIds: string[], states: ReadonlyMap<string, HunkState>, reason?: string): Decision | undefined {
+export function decisionFor(
+	hunkIds: string[],
+	states: ReadonlyMap<string, HunkState>,
+	reason?: string,
+	hunkReasons?: ReadonlyMap<string, string>,
+): Decision | undefined {
 	if (hunkIds.some((id) => (states.get(id) ?? "pending") === "pending")) return undefined;
 	const accepted = hunkIds.filter((id) => states.get(id) === "accepted");
 	if (accepted.length === hunkIds.length) return { type: "accept" };
-	if (accepted.length > 0) return { type: "accept", hunks: accepted };
-	return reason ? { type: "reject", reason } : { type: "reject" };
+	const hr = reasonsOfRejected(hunkIds, states, hunkReasons);
+	if (accepted.length > 0) return { type: "accept", hunks: accepted, ...hr };
+	return reason ? { type: "reject", reason, ...hr } : { type: "reject", ...hr };
 }
 
 /**
  * "Reject with reason…" on a file: the hunks still pending are rejected, the ones already accepted
- * stay accepted (a partial accept carries the reason); with none accepted it is a reject.
+ * stay accepted (a partial accept carries the reason); with none accepted it is a reject. The
+ * reasons given to single rejected hunks go along (hunkReasons).
  */
-export function rejectRestDecision(hunkIds: string[], states: ReadonlyMap<string, HunkState>, reason?: string): Decision {
+export function rejectRestDecision(hunkIds: string[], states: ReadonlyMap<string, HunkState>, reason?: string, hunkReasons?: ReadonlyMap<string, string>): Decision {
 	const accepted = hunkIds.filter((id) => states.get(id) === "accepted");
-	const r = reason?.trim() ? { reason: reason.trim() } : {};
+	const rest = new Map(states);
+	for (const id of hunkIds) if ((rest.get(id) ?? "pending") === "pending") rest.set(id, "rejected");
+	const r = { ...(reason?.trim() ? { reason: reason.trim() } : {}), ...reasonsOfRejected(hunkIds, rest, hunkReasons) };
 	if (accepted.length > 0) return { type: "accept", hunks: accepted, ...r };
 	return { type: "reject", ...r };
+}
+
+/** The `hunkReasons` field for the rejected hunks that have a (non-blank) reason; {} when none. */
+function reasonsOfRejected(hunkIds: string[], states: ReadonlyMap<string, HunkState>, reasons?: ReadonlyMap<string, string>): { hunkReasons?: Record<string, string> } {
+	const out: Record<string, string> = {};
+	let n = 0;
+	for (const id of hunkIds) {
+		const r = reasons?.get(id)?.trim();
+		if (r && states.get(id) === "rejected") {
+			out[id] = r;
+			n++;
+		}
+	}
+	return n ? { hunkReasons: out } : {};
 }
 
 /** A text change of the buffer, in the lines before the change (like vscode's contentChanges). */

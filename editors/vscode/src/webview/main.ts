@@ -11,6 +11,7 @@
 import type { AssistantItem, ChatChange, ChatItem, ToolItem } from "../chat/model";
 import type { SessionViewState } from "../session";
 import { commandLine, sandboxLabel } from "../review/format";
+import { imagePlaceholder, mcpTitle, prettyArgs } from "../mcpFormat";
 import { escapeHtml, inline, renderMarkdown, stablePrefix } from "./markdown";
 import type { FromWebview, ToWebview } from "./messages";
 import { activeMention, insertMention, type MentionItem } from "../mentions";
@@ -423,10 +424,18 @@ function flushRec(r: Rec): void {
 	}
 }
 
+// The keys of package.json's keybindings for the card's actions (the review lenses show theirs):
+// agentd.review.approveCommand and agentd.review.next. The browser's platform is the one whose
+// keybinding ("mac" or "key") VS Code uses.
+const MAC_KEYS = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
+const CARD_KEYS = { approve: MAC_KEYS ? "⌘⌥Enter" : "Ctrl+Alt+Enter", review: MAC_KEYS ? "⌘⌥." : "Ctrl+Alt+." };
+const kbd = (k: string) => ` <kbd>${escapeHtml(k)}</kbd>`;
+
 const STATUS_ICON: Record<string, string> = { pending: "…", awaitingApproval: "●", running: "", completed: "✓", failed: "✗" };
 
 /** What a tool card is titled: the daemon's label, or one made from the arguments. */
 function toolTitle(t: ToolItem): string {
+	if (t.mcp) return mcpTitle(t.mcp);
 	if (t.label && t.label !== t.tool) return t.label;
 	const a = (t.arguments && typeof t.arguments === "object" ? t.arguments : {}) as Record<string, unknown>;
 	const str = (k: string) => (typeof a[k] === "string" ? (a[k] as string) : "");
@@ -444,7 +453,9 @@ function renderTool(r: Rec, t: ToolItem): void {
 	const elapsed = t.result ? `<span class="elapsed">${fmtMs(t.result.elapsedMs)}</span>` : "";
 	let h =
 		`<div class="tool-head"><span class="ticon${t.status === "running" ? " spin" : ""}" aria-label="${escapeHtml(t.status)}">${STATUS_ICON[t.status] ?? "•"}</span>` +
-		`<span class="tlabel" title="${escapeHtml(t.label || t.tool)}">${escapeHtml(toolTitle(t))}</span>${elapsed}</div>`;
+		`<span class="tlabel" title="${escapeHtml(t.label || t.tool)}">${escapeHtml(toolTitle(t))}</span>` +
+		(t.mcp ? `<span class="badge mcp" title="a tool of the MCP server ${escapeHtml(t.mcp.server)} (${escapeHtml(t.tool)})">MCP</span>` : "") +
+		`${elapsed}</div>`;
 	if (t.activity && (t.status === "running" || t.status === "pending")) h += `<div class="activity">${escapeHtml(t.activity)}</div>`;
 	if (t.status === "awaitingApproval") {
 		h += `<div class="activity">Waiting for your approval${t.reviewKind === "edit" ? " in the editor" : ""}…${t.reviewWhy ? ` <span class="why">(${escapeHtml(t.reviewWhy)})</span>` : ""}</div>`;
@@ -455,16 +466,23 @@ function renderTool(r: Rec, t: ToolItem): void {
 			`<div class="cmd"><code>$ ${escapeHtml(commandLine(p.command.argv))}</code>` +
 			`<div class="cmd-meta" title="${escapeHtml(p.command.sandbox)}">in ${escapeHtml(p.command.cwd)} · ${escapeHtml(sandboxLabel(p.command.sandbox, p.command.network))}</div></div>`;
 	}
+	// An MCP call waiting for approval shows the exact arguments it sends, in full.
+	const mcpArgsShown = !!t.mcp && t.status === "awaitingApproval";
+	if (mcpArgsShown) {
+		h +=
+			`<div class="mcp-args"><div class="cmd-meta">Arguments sent to ${escapeHtml(mcpTitle(t.mcp!))}:</div>` +
+			`<pre>${escapeHtml(prettyArgs(t.reviewArgs !== undefined ? t.reviewArgs : t.arguments))}</pre></div>`;
+	}
 	if (p?.unifiedDiff) h += `<details class="diff"${t.status === "awaitingApproval" ? " open" : ""}><summary>${escapeHtml(p.summary || "Diff")}</summary>${diffHtml(p.unifiedDiff)}</details>`;
-	else if (p?.summary && !p.command) h += `<div class="summary">${escapeHtml(p.summary)}</div>`;
+	else if (p?.summary && !p.command && !t.mcp) h += `<div class="summary">${escapeHtml(p.summary)}</div>`;
 	if (t.reviewId) {
 		const id = escapeHtml(t.reviewId);
 		h +=
 			t.reviewKind === "edit"
-				? `<div class="actions"><button class="primary" data-action="review" data-review="${id}" data-do="show">Review in editor</button>` +
+				? `<div class="actions"><button class="primary" data-action="review" data-review="${id}" data-do="show" title="Review in editor (${CARD_KEYS.review})">Review in editor${kbd(CARD_KEYS.review)}</button>` +
 					`<button data-action="review" data-review="${id}" data-do="accept">Accept all</button>` +
 					`<button data-action="review" data-review="${id}" data-do="reject">Reject…</button></div>`
-				: `<div class="actions"><button class="primary" data-action="review" data-review="${id}" data-do="accept">${t.reviewKind === "command" ? "Run" : "Allow"}</button>` +
+				: `<div class="actions"><button class="primary" data-action="review" data-review="${id}" data-do="accept" title="${t.reviewKind === "command" ? "Run once" : "Allow once"} (${CARD_KEYS.approve})">${t.reviewKind === "command" ? "Run" : "Allow"}${kbd(CARD_KEYS.approve)}</button>` +
 					`<button data-action="review" data-review="${id}" data-do="session">Allow for session…</button>` +
 					`<button data-action="review" data-review="${id}" data-do="reject">Reject…</button></div>`;
 	}
@@ -479,8 +497,11 @@ function renderTool(r: Rec, t: ToolItem): void {
 		h +=
 			`<details class="result"${open ? " open" : ""}><summary>${t.result.isError ? "Error" : "Result"}: ${escapeHtml(t.result.type)}${t.result.truncated ? " (truncated)" : ""}</summary>` +
 			`<pre>${escapeHtml(t.result.text)}</pre></details>`;
+		if (t.result.images?.length) {
+			h += `<div class="result-images">${t.result.images.map((im) => `<span class="image-ph">${escapeHtml(imagePlaceholder(im))}</span>`).join(" ")}</div>`;
+		}
 	}
-	if (t.arguments !== undefined && t.arguments !== null) {
+	if (t.arguments !== undefined && t.arguments !== null && !mcpArgsShown) {
 		h += `<details class="args"><summary>Arguments</summary><pre>${escapeHtml(JSON.stringify(t.arguments, null, 2))}</pre></details>`;
 	}
 	el.innerHTML = h;
@@ -600,7 +621,8 @@ input.addEventListener("input", () => {
 });
 input.addEventListener("keydown", (e) => {
 	if (mentionKey(e)) return;
-	if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+	// Enter sends; with Alt it is a workbench key (Ctrl+Alt+Enter approves the pending command).
+	if (e.key === "Enter" && !e.shiftKey && !e.altKey && !e.isComposing) {
 		e.preventDefault();
 		send();
 	} else if (e.key === "Escape" && state?.running) {

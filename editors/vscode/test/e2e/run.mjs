@@ -5,6 +5,7 @@
 //   CS_BIN        code-server binary          AGENTD_BIN     agentd binary
 //   FAKEOLLAMA    fakeollama binary           VSIX           the packaged extension
 //   OUT_DIR       screenshots and results     CHROMIUM       /usr/bin/chromium
+//   VSIX_PLATFORM the platform .vsix bundling the daemon (the "vsix" scenario)
 //   BENCH=1       also run the benchmarks     E2E_ONLY       comma-separated scenario names
 //   E2E_REPEAT=N  runs the scenarios N times in the same VS Code (not harness, bench, ollamaDown,
 //                 missingBinary)
@@ -36,6 +37,11 @@ import * as path from "node:path";
 import readline from "node:readline";
 import { createRequire } from "node:module";
 import { buildFixture, diagnosticsScenario } from "./diagnostics.mjs";
+import { mcpScenario } from "./mcp.mjs";
+import { hunkReasonScenario } from "./hunkreason.mjs";
+import { twoWindowsScenario } from "./windows.mjs";
+import { cardKeysScenario } from "./cardkeys.mjs";
+import { vsixScenario } from "./vsix.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -45,6 +51,8 @@ const CS_BIN = env("CS_BIN");
 const AGENTD_BIN = env("AGENTD_BIN");
 const FAKEOLLAMA = env("FAKEOLLAMA");
 const VSIX = env("VSIX");
+// The platform-specific .vsix with the bundled daemon (scripts/package-platform.mjs): the "vsix" scenario.
+const VSIX_PLATFORM = env("VSIX_PLATFORM");
 const OUT_DIR = env("OUT_DIR", path.resolve("out/vscode-e2e"));
 const CHROMIUM = env("CHROMIUM", "/usr/bin/chromium");
 const BENCH = env("BENCH", "") === "1";
@@ -1189,8 +1197,10 @@ async function rejectReasonScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please make the greeting casual");
 	await editorTab(page, "greet.go");
-	await lens(page, "Reject with reason…").waitFor({ timeout: 30000 });
-	await lens(page, "Reject with reason…").click();
+	// The file's lens (each hunk has its own "Reject with reason… Ctrl+Alt+R").
+	const fileLens = lens(page, "Reject with reason…").filter({ hasNotText: "Ctrl+Alt+R" });
+	await fileLens.waitFor({ timeout: 30000 });
+	await fileLens.click();
 	const input = page.locator(".quick-input-widget input");
 	await input.waitFor({ state: "visible" });
 	await input.fill(REASON);
@@ -1771,6 +1781,7 @@ async function main() {
 			["chat", chatScenario],
 			["review", reviewScenario],
 			["rejectReason", rejectReasonScenario],
+			["hunkReason", (c) => hunkReasonScenario(c, { WS, OUT_DIR, CART, scripts, palette, newSession, send, fakeReset, fakeRequests, waitFor, lens, lensRow, editorTab, focusEditorTop, toolMessages, themedShots })],
 			["command", commandScenario],
 			["grant", grantScenario],
 			["stop", stopScenario],
@@ -1788,11 +1799,19 @@ async function main() {
 			["failure", failureScenario, { expect: [/model '[^']+' not found/] }],
 			["dirtyBuffer", dirtyBufferScenario],
 			["diagnostics", (c) => diagnosticsScenario(c, { WS, models, palette, openFile, newSession, send, fakeReset, fakeRequests, waitFor, lens, say })],
+			["mcp", (c) => mcpScenario(c, { WS, RUN, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, waitFor, themedShots, say })],
+			["twoWindows", (c) => twoWindowsScenario(c, { WS, CART, CART_ACCEPTED, script: scripts.review, url: `http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`, MODEL, OUT_DIR, watchBrowser, palette, chatFrame, newSession, send, fakeReset, waitFor, lens, lensRow, editorTab, openFile, say }),
+				// Closing window B stops its extension host: VS Code's logger refuses the extension's
+				// last log lines ("Channel has been closed").
+				{ expect: [/Channel has been closed/] }],
+			["cardKeys", (c) => cardKeysScenario(c, { script: scripts.command, OUT_DIR, themedShots, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
 		}
 	}
 	if (BENCH) await scenario("bench", benchScenario, ctx);
+	// A second code-server with the platform .vsix installed as users do (once, not repeated).
+	await scenario("vsix", (c) => vsixScenario(c, { VSIX_PLATFORM, CS_BIN, RUN, PORT, MODEL, OUT_DIR, script: scripts.chat, startGroup, watchBrowser, palette, chatFrame, send, fakeReset, fakeRequests, waitFor, say }), ctx);
 	// These two break the connection on purpose: last.
 	await scenario("ollamaDown", ollamaDownScenario, ctx);
 	await scenario("missingBinary", missingBinaryScenario, ctx);

@@ -1,0 +1,71 @@
+// Two VS Code windows on one review (issue #13, defect 11): a second browser page on the same
+// code-server is a second window with its own extension host, connected to the same shared daemon
+// (`agentd connect`); it attaches to the first window's session with the session picker. A hunk
+// accepted in window A must show as accepted in window B (no "Accept hunk 1/2" left there), and the
+// file settled in B must carry A's acceptance: on disk, exactly the accepted hunk.
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const PROMPT = "Please fix the double discount in cart.go, seen from two windows";
+
+export async function twoWindowsScenario({ page, chat, fake }, d) {
+	const { WS, CART, CART_ACCEPTED, script, url, MODEL, OUT_DIR, watchBrowser, palette, chatFrame, newSession, send, fakeReset, waitFor, lens, lensRow, editorTab, openFile, say } = d;
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	await palette(page, "View: Close All Editors");
+	await fakeReset(fake, script);
+	await newSession(chat);
+	await send(chat, PROMPT);
+	await editorTab(page, "cart.go");
+	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 });
+	// The chat card's approval buttons show their keys (as the lenses do).
+	const reviewBtn = chat.locator(".item.tool.st-awaitingApproval .actions button", { hasText: "Review in editor" });
+	await reviewBtn.waitFor();
+	const key = (await reviewBtn.locator("kbd").innerText()).trim();
+	if (key !== "Ctrl+Alt+.") throw new Error(`the "Review in editor" button shows the key "${key}", want Ctrl+Alt+. (agentd.review.next)`);
+
+	// Window B: the same folder in a second page, attached to A's session.
+	const pageB = await page.context().newPage();
+	try {
+		watchBrowser(pageB);
+		await pageB.goto(url);
+		await pageB.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+		await pageB.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 60000 });
+		await palette(pageB, "agentd: Open Chat");
+		const chatB = chatFrame(pageB);
+		await chatB.locator("#input").waitFor({ timeout: 30000 });
+		// B may have re-attached to A's session by itself (the workspace remembers the last one);
+		// otherwise pick it.
+		const attached = await pageB.locator(".statusbar-item", { hasText: "2 hunks to review" }).first().waitFor({ timeout: 3000 }).then(() => true, () => false);
+		if (!attached) {
+			await palette(pageB, "agentd: Switch Session…");
+			await pageB.locator(".quick-input-widget input").fill("seen from two windows");
+			await pageB.locator(".quick-input-list .monaco-list-row", { hasText: "seen from two windows" }).first().click();
+		}
+		await pageB.locator(".statusbar-item", { hasText: "2 hunks to review" }).first().waitFor({ timeout: 20000 });
+		// (B may have restored cart.go's tab in the background: bring it to the front.)
+		await openFile(pageB, "cart.go");
+		await lens(pageB, "Accept hunk 1/2").waitFor({ timeout: 20000 });
+		say("window B shows the review");
+
+		// Accept hunk 1 in A: B shows it accepted, and offers it no more.
+		await lens(page, "Accept hunk 1/2").click();
+		await lensRow(page, "Accepted — waiting for 1 more hunk").waitFor({ timeout: 10000 });
+		await lensRow(pageB, "Accepted — waiting for 1 more hunk").waitFor({ timeout: 10000 });
+		await waitFor("window B to stop offering \"Accept hunk 1/2\"", async () => (await lens(pageB, "Accept hunk 1/2").count()) === 0, 10000);
+		await pageB.locator(".statusbar-item", { hasText: "1 hunk to review" }).first().waitFor({ timeout: 10000 });
+		await pageB.screenshot({ path: path.join(OUT_DIR, "25-two-windows-b-after-a-accepted.png") });
+
+		// Settle the file in B: the hunk accepted in A is applied, the one rejected in B is not.
+		await pageB.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject Ctrl\+Alt\+N\s*$/ }).first().click();
+		await waitFor("cart.go on disk with exactly the hunk accepted in window A", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART_ACCEPTED, 20000);
+		await waitFor("window A's review lenses cleared", async () => (await lens(page, "Accept").count()) === 0 && (await lensRow(page, "waiting for").count()) === 0, 20000);
+		await waitFor("window B's review lenses cleared", async () => (await lens(pageB, "Accept").count()) === 0 && (await lensRow(pageB, "waiting for").count()) === 0, 20000);
+		await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	} catch (err) {
+		await pageB.screenshot({ path: path.join(OUT_DIR, "fail-twoWindows-b.png") }).catch(() => undefined);
+		throw err;
+	} finally {
+		await pageB.close();
+		fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	}
+}
