@@ -8,7 +8,7 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
 build:
 	$(GO) build -o $(BIN) ./cmd/agentd
-	$(GO) build -o $(dir $(BIN))agentd-sandbox ./cmd/agentd-sandbox
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))agentd-sandbox ./cmd/agentd-sandbox
 
 # vsix builds a platform-specific VS Code extension (this machine's platform, e.g. linux-x64)
 # that bundles bin/agentd and bin/agentd-sandbox: editors/vscode/dist/agentd-<target>.vsix.

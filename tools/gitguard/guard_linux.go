@@ -21,6 +21,25 @@ import (
 // Guard undoes the git metadata a command planted. See the package documentation.
 type Guard struct {
 	opts Options
+
+	mu   sync.Mutex
+	last map[string]listing // root → the directories its last walk listed
+}
+
+// listing returns the last walk's listing of root (nil: none).
+func (g *Guard) listing(root string) listing {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last[root]
+}
+
+func (g *Guard) keep(root string, l listing) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last == nil {
+		g.last = map[string]listing{}
+	}
+	g.last[root] = l
 }
 
 // New returns a guard for opts.
@@ -75,7 +94,12 @@ func (g *Guard) Begin(ctx context.Context) (*Watch, error) {
 			return nil, fmt.Errorf("git guard: %w", err)
 		}
 		w.roots = append(w.roots, r)
-		w.before = append(w.before, capture(r))
+		// Directories unchanged since the last walk (by this guard: the previous
+		// command's End, when nothing but this process and the user ran in between)
+		// are not listed again.
+		before, rec := capture(r, g.listing(rt))
+		g.keep(rt, rec)
+		w.before = append(w.before, before)
 	}
 	w.took = time.Since(w.start)
 	return w, nil
@@ -99,7 +123,10 @@ func (w *Watch) End() *Report {
 		rep := &Report{}
 		var stamp string
 		for i, r := range w.roots {
-			after := capture(r)
+			// Everything is listed again: what the command did is never judged by
+			// timestamps.
+			after, rec := capture(r, nil)
+			w.g.keep(r.abs, rec)
 			rep.Dirs += after.dirs
 			for _, e := range after.errs {
 				rep.Unchecked = append(rep.Unchecked, w.show(i, e))

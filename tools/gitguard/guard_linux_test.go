@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // repo makes a workspace holding a git repository with one commit and a nested repository
@@ -288,5 +290,97 @@ func TestGuardSerializesCommandsOnOneRoot(t *testing.T) {
 	w1.End()
 	if err := <-got; err != nil {
 		t.Fatalf("Begin after End: %v", err)
+	}
+}
+
+// TestGuardKeepsListingsBetweenCommands: Begin does not read again the directories that did
+// not change since the previous command's End, yet sees what the user changed in between (a
+// repository the user created is not taken for a plant), and End still reads everything.
+func TestGuardKeepsListingsBetweenCommands(t *testing.T) {
+	ws := repo(t)
+	for _, d := range []string{"a/b/c", "a/d", "e/f/g/h"} {
+		write(t, ws, d+"/file", "x\n")
+	}
+	// As if every listing were taken three seconds from now: the directories just made
+	// count as old enough to be reused.
+	clock = func() time.Time { return time.Now().Add(3 * time.Second) }
+	t.Cleanup(func() { clock = time.Now })
+	g := New(Options{Roots: []string{ws}, QuarantineDir: t.TempDir()})
+	command := func(change func()) (*Report, int64) {
+		t.Helper()
+		n := dirsRead.Load()
+		w, err := g.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		begin := dirsRead.Load() - n
+		if change != nil {
+			change()
+		}
+		return w.End(), begin
+	}
+	r, first := command(nil)
+	wantActions(t, r)
+	if r.Dirs < 10 || first < int64(r.Dirs) {
+		t.Fatalf("the first Begin read %d directories of %d", first, r.Dirs)
+	}
+	_, second := command(nil)
+	if second != 0 {
+		t.Errorf("Begin read %d unchanged directories again, want 0", second)
+	}
+
+	// The user makes a repository and changes a directory between two commands: the next
+	// Begin must see both, so that End leaves them alone.
+	waitTick(t, ws)
+	git(t, ws, "init", "-q", "a/b/c/mine")
+	write(t, ws, "e/f/new", "x\n")
+	r, third := command(nil)
+	wantActions(t, r)
+	if third == 0 || third >= int64(r.Dirs) {
+		t.Errorf("Begin after the user's changes read %d of %d directories, want the changed ones only", third, r.Dirs)
+	}
+	if !exists(ws, "a/b/c/mine/.git/config") {
+		t.Fatal("the user's repository was undone")
+	}
+
+	// A plant in a directory Begin did not read again is still undone: End reads everything.
+	waitTick(t, ws)
+	r, _ = command(func() { write(t, ws, "e/f/g/h/.git/config", fsmonitor) })
+	wantActions(t, r, "created e/f/g/h/.git")
+}
+
+// waitTick waits until the file system's clock has moved past the last change of dir's
+// directories (a change in the same timestamp tick would keep a directory's ctime: that is
+// what racyWindow guards against, and what the moved clock of the test turns off).
+func waitTick(t *testing.T, dir string) {
+	t.Helper()
+	var newest time.Time
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			var st syscall.Stat_t
+			if syscall.Lstat(p, &st) == nil {
+				if c := time.Unix(st.Ctim.Unix()); c.After(newest) {
+					newest = c
+				}
+			}
+		}
+		return nil
+	})
+	probe := filepath.Join(t.TempDir(), "tick")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(probe, &st); err != nil {
+			t.Fatal(err)
+		}
+		if time.Unix(st.Ctim.Unix()).After(newest) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file system clock did not move past %v", newest)
+		}
 	}
 }

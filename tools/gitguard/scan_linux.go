@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,9 +56,45 @@ type walkResult struct {
 	dirs  int
 }
 
+// dirID identifies the state of a directory's entries: any change to them (create, remove,
+// rename, a link or directory replaced by something else) updates the directory's ctime,
+// which no system call can set back.
+type dirID struct {
+	ino          uint64
+	mtime, ctime unix.Timespec
+}
+
+// dirSum is what the walk keeps of one directory: the entries that matter to the guard.
+type dirSum struct {
+	id      dirID
+	trusted bool    // the listing may be reused while id is unchanged (see racyWindow)
+	git     []found // entries named .git
+	links   []found
+	subs    []found // subdirectories to descend into
+	bare    bool    // the directory looks like a bare repository
+}
+
+// listing is one walk's record of every directory it listed, for the next Begin.
+type listing map[string]*dirSum
+
+// racyWindow: a directory whose ctime was less than this before it was listed may change
+// again within the same timestamp tick (coarse kernel clock, file systems with one- or
+// two-second timestamps), so that listing is never reused.
+const racyWindow = 2 * time.Second
+
+// clock is time.Now (tests move it forward to make fresh directories count as old), and
+// dirsRead counts the directories actually read (tests check that unchanged ones are not).
+var (
+	clock    = time.Now
+	dirsRead atomic.Int64
+)
+
 // walk lists every directory of the root in parallel, by names and types only: no stat of
-// regular files, no link followed, `.git` directories not entered.
-func walk(r *root, rootIno uint64) *walkResult {
+// regular files, no link followed, `.git` directories not entered. When prev is set (Begin,
+// never End), a directory whose identity and ctime are those prev recorded, long enough after
+// its last change, is not read again: prev's summary of it is used. It returns the listing of
+// this walk too.
+func walk(r *root, rootIno uint64, prev listing) (*walkResult, listing) {
 	type item struct {
 		rel string
 		ino uint64
@@ -67,6 +105,7 @@ func walk(r *root, rootIno uint64) *walkResult {
 		stack   = []item{{"", rootIno}}
 		pending = 1 // items queued or being processed
 		res     = &walkResult{}
+		rec     = listing{}
 		wg      sync.WaitGroup
 	)
 	workers := min(runtime.GOMAXPROCS(0), 8)
@@ -76,6 +115,7 @@ func walk(r *root, rootIno uint64) *walkResult {
 			defer wg.Done()
 			buf := make([]byte, 32<<10)
 			var local walkResult
+			localRec := map[string]*dirSum{}
 			var next []item
 			for {
 				mu.Lock()
@@ -92,34 +132,20 @@ func walk(r *root, rootIno uint64) *walkResult {
 
 				next = next[:0]
 				local.dirs++
-				ents, err := listDir(r, it.rel, buf)
+				sum, err := summarize(r, it.rel, buf, prev[it.rel])
 				if err != nil {
 					local.errs = append(local.errs, fmt.Sprintf("%s: %v", displayRel(it.rel), err))
 				}
-				var head, objects, refs, commondir bool
-				for _, e := range ents {
-					p := joinRel(it.rel, e.name)
-					if isGitName(e.name) {
-						local.git = append(local.git, found{p, e.kind, e.ino})
-						continue
+				if sum != nil {
+					localRec[it.rel] = sum
+					local.git = append(local.git, sum.git...)
+					local.links = append(local.links, sum.links...)
+					for _, d := range sum.subs {
+						next = append(next, item{d.rel, d.ino})
 					}
-					switch e.kind {
-					case kindDir:
-						if strings.Count(p, "/") < maxDepth {
-							next = append(next, item{p, e.ino})
-						}
-						objects = objects || e.name == "objects"
-						refs = refs || e.name == "refs"
-					case kindLink:
-						local.links = append(local.links, found{p, e.kind, e.ino})
-						head = head || e.name == "HEAD"
-					case kindFile:
-						head = head || e.name == "HEAD"
-						commondir = commondir || e.name == "commondir"
+					if sum.bare {
+						local.bare = append(local.bare, found{it.rel, kindDir, it.ino})
 					}
-				}
-				if head && (objects && refs || commondir) {
-					local.bare = append(local.bare, found{it.rel, kindDir, it.ino})
 				}
 
 				mu.Lock()
@@ -136,17 +162,67 @@ func walk(r *root, rootIno uint64) *walkResult {
 			res.links = append(res.links, local.links...)
 			res.errs = append(res.errs, local.errs...)
 			res.dirs += local.dirs
+			for k, v := range localRec {
+				rec[k] = v
+			}
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	slices.Sort(res.errs)
-	return res
+	return res, rec
 }
 
-// listDir lists rel. A directory the command made unreadable is made readable to its owner
-// first (agentd and the sandboxed command run as the same user).
-func listDir(r *root, rel string, buf []byte) ([]dirent, error) {
+// summarize lists rel (or reuses prev when the directory did not change since prev was
+// taken) and returns what the walk needs of it. A directory that could not be read completely
+// has a nil summary, or one that is not trusted.
+func summarize(r *root, rel string, buf []byte, prev *dirSum) (*dirSum, error) {
+	fd, err := openListable(r, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	now := clock()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	id := dirID{ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim}
+	if prev != nil && prev.trusted && prev.id == id {
+		return prev, nil
+	}
+	dirsRead.Add(1)
+	ents, err := readDir(fd, buf)
+	sum := &dirSum{id: id, trusted: err == nil && now.Sub(time.Unix(st.Ctim.Unix())) > racyWindow}
+	var head, objects, refs, commondir bool
+	for _, e := range ents {
+		p := joinRel(rel, e.name)
+		if isGitName(e.name) {
+			sum.git = append(sum.git, found{p, e.kind, e.ino})
+			continue
+		}
+		switch e.kind {
+		case kindDir:
+			if strings.Count(p, "/") < maxDepth {
+				sum.subs = append(sum.subs, found{p, kindDir, e.ino})
+			}
+			objects = objects || e.name == "objects"
+			refs = refs || e.name == "refs"
+		case kindLink:
+			sum.links = append(sum.links, found{p, e.kind, e.ino})
+			head = head || e.name == "HEAD"
+		case kindFile:
+			head = head || e.name == "HEAD"
+			commondir = commondir || e.name == "commondir"
+		}
+	}
+	sum.bare = head && (objects && refs || commondir)
+	return sum, err
+}
+
+// openListable opens rel for listing. A directory the command made unreadable is made
+// readable to its owner first (agentd and the sandboxed command run as the same user).
+func openListable(r *root, rel string) (int, error) {
 	fd, err := r.openDir(rel)
 	if err == unix.EACCES && rel != "" {
 		if pfd, base, perr := r.parent(rel); perr == nil {
@@ -157,11 +233,7 @@ func listDir(r *root, rel string, buf []byte) ([]dirent, error) {
 			fd, err = r.openDir(rel)
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	return readDir(fd, buf)
+	return fd, err
 }
 
 func displayRel(rel string) string {
@@ -207,11 +279,13 @@ type state struct {
 	dirs    int
 }
 
-// capture walks the root and reads every control path of every git directory in it.
-func capture(r *root) *state {
+// capture walks the root and reads every control path of every git directory in it. prev
+// (Begin only) is the listing of the previous walk of this root, whose unchanged directories
+// are not read again; the listing of this walk is returned with the state.
+func capture(r *root, prev listing) (*state, listing) {
 	var st unix.Stat_t
 	_ = unix.Fstat(r.fd, &st)
-	w := walk(r, st.Ino)
+	w, rec := walk(r, st.Ino, prev)
 	s := &state{git: map[string]ctl{}, gitdirs: map[string]uint64{}, ctl: map[string]ctl{},
 		links: map[string]uint64{}, seen: map[string]bool{}, errs: w.errs, dirs: w.dirs}
 	for _, l := range w.links {
@@ -272,7 +346,7 @@ func capture(r *root) *state {
 	for _, g := range slices.Sorted(mapsKeys(s.gitdirs)) {
 		s.readGitdir(r, g, 0)
 	}
-	return s
+	return s, rec
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/agentd/agentd/tools/sandbox/helper"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,18 +14,25 @@ import (
 
 // HelperArg is the reserved argv[1] that switches the agentd binary (and this
 // package's test binary) into helper mode; see HelperMain.
-const HelperArg = "__sandbox-exec"
+const HelperArg = helper.Arg
 
 // ExitHelperFailed is the exit status of the helper when it could not set up
 // the sandbox (bad policy, Landlock or seccomp refused, command not found). A
 // command killed by signal N exits 128+N in every mode (bubblewrap and the
 // helper's supervisor both report it that way, like a shell).
-const ExitHelperFailed = 125
+const ExitHelperFailed = helper.ExitFailed
 
 // MaxLandlockABI is the highest Landlock ABI the helper uses (the one the
 // rules were written and tested against). Lower kernel ABIs are used as they
 // are; the missing rights are reported by Features.Missing.
-const MaxLandlockABI = 7
+const MaxLandlockABI = helper.MaxLandlockABI
+
+// HelperMain runs the sandbox helper (package helper) when os.Args[1] is
+// HelperArg, and the go command's cache program when it is gocache.Arg; it
+// returns immediately otherwise. Call it first thing in main (and in TestMain
+// of packages that run sandboxed commands), before any goroutine starts work:
+// in helper mode it never returns.
+func HelperMain() { helper.Main() }
 
 // Mode is how a command is confined.
 type Mode int

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,9 +44,10 @@ import (
 //     first (the "no internal processes" rule).
 //   - Hybrid machines whose memory and pids controllers are mounted as cgroup
 //     v1 hierarchies: the limits are set in a cgroup of the same name under
-//     this process's cgroup in each v1 hierarchy. The command's first process
-//     is the helper in a launch role (helperConfig.Join), which joins those
-//     cgroups and then execs the real first process (bwrap or the helper).
+//     this process's cgroup in each v1 hierarchy. In bubblewrap mode the
+//     daemon moves bubblewrap's child into them while the child waits on
+//     --block-fd, before it forks anything (Cmd.Start, placeInCgroups); in
+//     ModeLandlock the helper joins them first thing (helperConfig.Join).
 //
 // None of this needs root: it needs write access to this process's own
 // cgroup (root, or a delegated subtree, e.g. a systemd user service with
@@ -442,12 +445,16 @@ func (cg *commandCgroup) release() {
 	}
 	cg.released = true
 	deadline := time.Now().Add(cgroupKillTimeout)
-	pause := time.Millisecond
-	dirs := append([]string{cg.v2}, cg.v1...)
-	for _, d := range dirs {
-		if d == "" {
-			continue
+	if cg.v2 != "" {
+		// Every process of the command is in the v2 cgroup (cloned into
+		// it): once it is empty, so are the v1 ones.
+		killCgroupDir(cg.v2)
+		if !waitEmpty(cg.v2, deadline) {
+			slog.Warn("sandbox: processes of a finished command could not be killed", "cgroup", cg.v2, "pids", cgroupProcs(cg.v2))
 		}
+	}
+	pause := time.Millisecond
+	for _, d := range cg.v1 {
 		for populated(d) && time.Now().Before(deadline) {
 			killCgroupDir(d)
 			time.Sleep(pause)
@@ -459,6 +466,41 @@ func (cg *commandCgroup) release() {
 	}
 	cg.events = cg.readEvents()
 	cg.remove()
+}
+
+// waitEmpty waits until the cgroup v2 dir is not populated (or the
+// deadline), killing what is in it again whenever cgroup.events changes. It
+// waits on cgroup.events itself (the kernel wakes poll(2) with POLLPRI when
+// the file changes), so it returns as soon as the last process is gone.
+func waitEmpty(dir string, deadline time.Time) bool {
+	f, err := os.Open(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return !populated(dir)
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	for {
+		// Reading the file arms the next notification.
+		n, err := f.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return !populated(dir)
+		}
+		busy := true
+		for _, line := range strings.Split(string(buf[:n]), "\n") {
+			if v, ok := strings.CutPrefix(line, "populated "); ok {
+				busy = v != "0"
+			}
+		}
+		left := time.Until(deadline)
+		if !busy || left <= 0 {
+			return !busy
+		}
+		pfd := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+		if _, err := unix.Poll(pfd, int(min(left, 100*time.Millisecond)/time.Millisecond)+1); err != nil && !errors.Is(err, unix.EINTR) {
+			return !populated(dir)
+		}
+		killCgroupDir(dir)
+	}
 }
 
 // readEvents reads the limit counters of the command's cgroups.
@@ -501,20 +543,24 @@ func counter(file, key string) int {
 	return 0
 }
 
-// remove deletes the command's (empty) cgroup directories.
+// remove deletes the command's (empty) cgroup directories, in parallel.
 func (cg *commandCgroup) remove() {
 	if cg.fd != nil {
 		cg.fd.Close()
 		cg.fd = nil
 	}
-	for _, d := range append(cg.v1, cg.v2) {
+	var wg sync.WaitGroup
+	for _, d := range append(slices.Clone(cg.v1), cg.v2) {
 		if d == "" {
 			continue
 		}
-		if err := removeCgroupDir(d); err != nil {
-			slog.Warn("sandbox: cannot remove the command's cgroup", "dir", d, "err", err)
-		}
+		wg.Go(func() {
+			if err := removeCgroupDir(d); err != nil {
+				slog.Warn("sandbox: cannot remove the command's cgroup", "dir", d, "err", err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // removeCgroupDir removes a cgroup directory, retrying briefly on EBUSY (a
@@ -542,7 +588,7 @@ func (s *Sandbox) limitsFor(p Policy) Limits { return p.Limits.or(s.limits) }
 func (s *Sandbox) Limits() Limits { return s.limits }
 
 // attachCgroup gives c (not started) its cgroup: the first process is cloned
-// into the v2 cgroup, joins the v1 ones through the helper's launch role,
+// into the v2 cgroup, is placed in the v1 ones (Cmd.Start or the helper),
 // Cancel also kills the cgroup, and Release empties and removes it. It adds
 // to c.Gaps the limits that cannot be enforced.
 func (s *Sandbox) attachCgroup(c *Cmd, p Policy) error {
@@ -572,14 +618,23 @@ func (s *Sandbox) attachCgroup(c *Cmd, p Policy) error {
 		c.SysProcAttr.CgroupFD = int(cg.fd.Fd())
 	}
 	if join := cg.joinFiles(); len(join) > 0 {
-		// The launch role joins the v1 cgroups before it execs the
-		// first process proper, so nothing runs outside them.
-		lj, err := json.Marshal(helperConfig{Join: join, Launch: true})
-		if err != nil {
-			return err
+		switch c.Mode {
+		case ModeBwrap:
+			// bubblewrap writes its child's pid to --info-fd right after
+			// cloning it, and the child waits on --block-fd before it forks
+			// the command (and after its own setup): Cmd.Start places the
+			// child in the v1 cgroups in between, so nothing of the command
+			// runs outside them.
+			if err := c.blockForCgroups(join); err != nil {
+				return err
+			}
+		default:
+			// The helper joins them first thing, before it starts the
+			// command.
+			if err := c.helperJoins(join); err != nil {
+				return err
+			}
 		}
-		c.Args = append([]string{s.helper, HelperArg, string(lj), "--", c.Path}, c.Args[1:]...)
-		c.Path = s.helper
 	}
 	cancel := c.Cancel
 	c.Cancel = func() error {
@@ -609,4 +664,119 @@ func (c *Cmd) Kill() {
 	if c.cg != nil {
 		c.cg.kill()
 	}
+}
+
+// placement is the daemon's side of bubblewrap's --info-fd and --block-fd for
+// a command whose cgroups include v1 hierarchies.
+type placement struct {
+	join   []string
+	info   *os.File // read end: bubblewrap's JSON with the child's pid
+	infoW  *os.File // write end, bubblewrap's copy (closed after Start)
+	blockR *os.File // read end, bubblewrap's copy (closed after Start)
+	block  *os.File // write end: one byte lets the child go on
+}
+
+// blockForCgroups adds --info-fd and --block-fd to c's bubblewrap arguments.
+func (c *Cmd) blockForCgroups(join []string) error {
+	ir, iw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	br, bw, err := os.Pipe()
+	if err != nil {
+		ir.Close()
+		iw.Close()
+		return err
+	}
+	n := 3 + len(c.ExtraFiles)
+	c.ExtraFiles = append(slices.Clone(c.ExtraFiles), iw, br)
+	c.Args = slices.Insert(c.Args, 1, "--info-fd", strconv.Itoa(n), "--block-fd", strconv.Itoa(n+1))
+	c.place = &placement{join: join, info: ir, infoW: iw, blockR: br, block: bw}
+	return nil
+}
+
+// helperJoins adds the v1 cgroups to the helper's configuration (ModeLandlock).
+func (c *Cmd) helperJoins(join []string) error {
+	// Args: helper, HelperArg, CONFIG, "--", argv...
+	if len(c.Args) < 4 || c.Args[1] != HelperArg || c.Args[3] != "--" {
+		return fmt.Errorf("sandbox: unexpected helper command line %q", c.Args)
+	}
+	var cfg helperConfig
+	if err := json.Unmarshal([]byte(c.Args[2]), &cfg); err != nil {
+		return err
+	}
+	cfg.Join = join
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	c.Args[2] = string(b)
+	return nil
+}
+
+// closeAll closes the daemon's ends of the placement pipes.
+func (pl *placement) closeAll() {
+	for _, f := range []*os.File{pl.info, pl.infoW, pl.blockR, pl.block} {
+		f.Close()
+	}
+}
+
+// placeInCgroups runs right after bubblewrap started: it moves the outer
+// bwrap into the v1 cgroups at once (while it starts up; a child it clones
+// after that is born in them), reads the child's pid from --info-fd, moves the
+// child too, and only then lets the child go on (--block-fd). On any failure
+// it kills the command (the child is still blocked: it has run nothing of the
+// command) before the block pipe is closed, and reaps it.
+//
+// The first move into a cgroup waits for an RCU grace period in the kernel
+// (milliseconds); moving the outer bwrap first hides most of that wait behind
+// bubblewrap's own start, and the child's move right after it is quick.
+func (c *Cmd) placeInCgroups() error {
+	pl := c.place
+	c.place = nil
+	pl.infoW.Close()
+	pl.blockR.Close()
+	defer pl.closeAll()
+	join := func(pid int) error {
+		errs := make([]error, len(pl.join))
+		var wg sync.WaitGroup
+		for i, f := range pl.join {
+			wg.Go(func() { errs[i] = os.WriteFile(f, []byte(strconv.Itoa(pid)), 0) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	outer := make(chan error, 1)
+	go func() { outer <- join(c.Process.Pid) }()
+	err := func() error {
+		b, err := io.ReadAll(io.LimitReader(pl.info, 64<<10))
+		if err != nil {
+			return err
+		}
+		var info struct {
+			ChildPid int `json:"child-pid"`
+		}
+		if err := json.Unmarshal(b, &info); err != nil || info.ChildPid <= 0 {
+			return fmt.Errorf("bubblewrap reported no child (%q)", b)
+		}
+		oerr := <-outer
+		outer = nil
+		if oerr != nil {
+			return oerr
+		}
+		if err := join(info.ChildPid); err != nil {
+			return err
+		}
+		_, err = pl.block.Write([]byte{1})
+		return err
+	}()
+	if outer != nil {
+		<-outer
+	}
+	if err != nil {
+		c.Kill()
+		_ = c.Cmd.Wait()
+		return fmt.Errorf("sandbox: placing the command in its cgroups: %w", err)
+	}
+	return nil
 }

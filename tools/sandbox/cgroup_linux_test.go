@@ -337,14 +337,14 @@ func TestLimitsParseFormat(t *testing.T) {
 	}
 }
 
-// TestHelperJoinRefusesOtherFiles: the launch role writes only to
-// cgroup.procs files.
+// TestHelperJoinRefusesOtherFiles: the helper's join (ModeLandlock) writes
+// only to cgroup.procs files.
 func TestHelperJoinRefusesOtherFiles(t *testing.T) {
 	dir := t.TempDir()
 	out, err := exec.Command(testBinary(t), HelperArg,
-		fmt.Sprintf(`{"join":[%q],"launch":true}`, filepath.Join(dir, "memory.max")), "--", "true").CombinedOutput()
+		fmt.Sprintf(`{"join":[%q]}`, filepath.Join(dir, "memory.max")), "--", "true").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitHelperFailed {
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitHelperFailed || !strings.Contains(string(out), "is not a cgroup.procs file") {
 		t.Errorf("join of a file that is not cgroup.procs: err %v, output %s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "memory.max")); err == nil {
@@ -379,5 +379,49 @@ func TestStaleCgroupsSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the cgroup of a live process was removed: %v", err)
+	}
+}
+
+// TestPlacementFailureRunsNothing: in bubblewrap mode with cgroup v1 limits
+// the daemon places bubblewrap's child in the v1 cgroups while it waits on
+// --block-fd. When that fails (here: a v1 cgroup removed before Start), Start
+// fails, and nothing of the command ran or is left.
+func TestPlacementFailureRunsNothing(t *testing.T) {
+	requireCgroups(t, true, true, true)
+	sb := requireMode(t, ModeBwrap)
+	e := newEnv(t)
+	m := fmt.Sprintf("1000.%06d", rand.IntN(1000000))
+	p := e.policy()
+	p.Limits = Limits{MemoryBytes: 300 << 20, Pids: 77}
+	ran := filepath.Join(e.ws, "ran")
+	c, err := sb.Command(context.Background(), p, []string{"bash", "-c", "echo x > " + ran + "; sleep " + m}, e.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if c.cg == nil || len(c.cg.v1) == 0 {
+		t.Skipf("this machine keeps no limit in a cgroup v1 hierarchy (%+v): nothing is placed by the daemon", features().Cgroup)
+	}
+	if err := syscall.Rmdir(c.cg.v1[0]); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start()
+	if err == nil || !strings.Contains(err.Error(), "placing the command in its cgroups") {
+		t.Fatalf("Start with a v1 cgroup gone: err %v, want a placement error", err)
+	}
+	if c.ProcessState == nil {
+		t.Errorf("Start failed but did not reap bubblewrap")
+	}
+	c.Release()
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command ran although it could not be placed in its cgroups (stat %s: %v)", ran, err)
+	}
+	if left := findMarker("sleep\x00" + m); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+	for _, d := range append([]string{c.cg.v2}, c.cg.v1...) {
+		if _, err := os.Stat(d); d != "" && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s still exists after Release (stat: %v)", d, err)
+		}
 	}
 }

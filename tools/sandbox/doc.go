@@ -13,14 +13,17 @@
 //     sensitive files (fsafe.Classify) masked, every namespace unshared (no
 //     network unless the policy asks), --die-with-parent, --new-session, its
 //     own PID namespace.
-//   - Inside it, the helper mode of the agentd binary (HelperMain) drops all
-//     capabilities, sets no_new_privs, applies Landlock (read everywhere but
-//     the masked secrets, write only to the writable roots) and an
-//     arch-checking seccomp filter (socket(AF_UNIX) denied in every mode
-//     unless Policy.UnixSockets opts in; socketpair allowed), then runs the
-//     command as its child and
+//   - Inside it, the helper (package helper: the agentd-sandbox binary, or the
+//     helper mode of the agentd binary, HelperMain) drops all capabilities,
+//     sets no_new_privs, applies Landlock (read everywhere but the masked
+//     secrets, write only to the writable roots) and an arch-checking seccomp
+//     filter (socket(AF_UNIX) denied in every mode unless Policy.UnixSockets
+//     opts in; socketpair allowed), then execs the command. Where the command
+//     has no cgroup of its own, it instead runs the command as its child and
 //     stays as a child subreaper: when the command exits, or the outer bwrap
-//     process disappears (a lifeline pipe), it kills everything left.
+//     process disappears (a lifeline pipe), it kills everything left (with a
+//     cgroup, Release kills the cgroup and the PID namespace ends with the
+//     command).
 //   - Without bubblewrap or user namespaces (ModeLandlock), the helper runs
 //     directly: Landlock + seccomp only (sensitive workspace files cannot be
 //     masked: Describe names them after SensitiveUnmasked), and the helper
@@ -36,7 +39,7 @@
 //
 // Sandbox.Command returns a *Cmd whose embedded *exec.Cmd is not started. The
 // package sets Path, Args, Env, Dir, ExtraFiles (bwrap mode: the lifeline
-// pipe; do not replace them), SysProcAttr{Setsid: true, Pdeathsig: SIGKILL
+// pipe, or the --info-fd and --block-fd pipes; do not replace them), SysProcAttr{Setsid: true, Pdeathsig: SIGKILL
 // (SIGTERM for the ModeLandlock helper, which then cleans up), UseCgroupFD
 // and CgroupFD (the command's cgroup)} and a Cancel that SIGKILLs the whole
 // process group and the command's cgroup. The caller sets Stdin (nil →
@@ -75,9 +78,11 @@
 // CgroupSupport and cgroup_linux.go), every command runs in a cgroup of its
 // own, created under the daemon's cgroup (cgroup v2; on hybrid machines also
 // in the v1 memory and pids hierarchies) before its first process starts:
-// that process is cloned into the v2 cgroup (CLONE_INTO_CGROUP) and, for v1,
-// is the helper in a launch role that joins the cgroups and then execs bwrap
-// or the helper proper. Cancel also kills the cgroup (cgroup.kill), Cmd.Kill
+// that process is cloned into the v2 cgroup (CLONE_INTO_CGROUP); for v1, in
+// bubblewrap mode Cmd.Start moves the outer bwrap and bubblewrap's first child
+// into the cgroups while that child waits on --block-fd (bubblewrap reports
+// its pid on --info-fd), and in ModeLandlock the helper joins them first
+// thing. Cancel also kills the cgroup (cgroup.kill), Cmd.Kill
 // does it on demand, and Release kills what is left, waits until the cgroup
 // is empty, records Cmd.Events and removes it. The cgroup carries the
 // limits (Options.Limits, Policy.Limits, DefaultLimits): memory.max and

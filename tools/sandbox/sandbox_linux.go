@@ -16,7 +16,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/agentd/agentd/tools/fsafe"
 )
@@ -137,6 +139,9 @@ type Cmd struct {
 	lifeline []*os.File
 	// cg is the command's cgroup (nil: none); see cgroup_linux.go.
 	cg *commandCgroup
+	// place (bwrap mode with v1 cgroups) is how Start places bubblewrap's
+	// child in them; nil once done.
+	place *placement
 }
 
 // Start starts the command and then closes the daemon's copy of the
@@ -144,11 +149,24 @@ type Cmd struct {
 // helperConfig.Lifeline). Use it (or Run, Output, CombinedOutput) rather than
 // c.Cmd.Start: with the latter, a bwrap killed during its setup is noticed
 // only at Release.
+//
+// Where the command's cgroups include cgroup v1 hierarchies, Start also
+// moves bubblewrap's child into them before that child starts anything (see
+// placeInCgroups); if that fails, the command is killed and reaped, and Start
+// returns the error.
 func (c *Cmd) Start() error {
 	err := c.Cmd.Start()
 	if len(c.lifeline) > 0 {
 		c.lifeline[0].Close() // write end
 		c.lifeline = c.lifeline[1:]
+	}
+	if c.place != nil {
+		if err != nil {
+			c.place.closeAll()
+			c.place = nil
+		} else {
+			err = c.placeInCgroups()
+		}
 	}
 	if err != nil {
 		c.closeLifeline()
@@ -212,6 +230,10 @@ func (c *Cmd) Release() {
 			c.cg.release()
 		}
 		c.closeLifeline()
+		if c.place != nil { // never started
+			c.place.closeAll()
+			c.place = nil
+		}
 		if c.release != nil {
 			c.release()
 		}
@@ -285,18 +307,25 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			return nil, err
 		}
 		release = plan.release
-		// The lifeline: ExtraFiles become fds 3 (write end, bwrap's
-		// --json-status-fd, held by the outer bwrap only) and 4 (read
-		// end, passed through to the helper).
-		lr, lw, err := os.Pipe()
-		if err != nil {
-			release()
-			return nil, err
+		if !s.feat.Cgroup.Kill() {
+			// Without a cgroup of its own, nothing would stop a command
+			// whose outer bwrap was killed before bubblewrap armed
+			// --die-with-parent: the helper stays as a supervisor with a
+			// lifeline. ExtraFiles become fds 3 (write end, bwrap's
+			// --json-status-fd, held by the outer bwrap only) and 4 (read
+			// end, passed through to the helper). With a cgroup, Release
+			// kills the cgroup and waits until it is empty, and the PID
+			// namespace ends with the command: the helper execs it.
+			lr, lw, err := os.Pipe()
+			if err != nil {
+				release()
+				return nil, err
+			}
+			lifeline = []*os.File{lw, lr}
+			cfg.Supervise = true
+			cfg.Lifeline = 4
+			plan.args = append(plan.args, "--json-status-fd", "3")
 		}
-		lifeline = []*os.File{lw, lr}
-		cfg.Supervise = true
-		cfg.Lifeline = 4
-		plan.args = append(plan.args, "--json-status-fd", "3")
 		gaps = append(gaps, plan.gaps...)
 		if p.Network {
 			gaps = append(gaps, "network ON: the host network namespace is shared, including services listening on 127.0.0.1")
@@ -307,8 +336,9 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		cj, err := json.Marshal(cfg)
 		if err != nil {
 			release()
-			lw.Close()
-			lr.Close()
+			for _, f := range lifeline {
+				f.Close()
+			}
 			return nil, err
 		}
 		args := append(plan.args, "--", s.helper, HelperArg, string(cj), "--")
@@ -699,10 +729,16 @@ func (pl *protectPlanner) protectSymlink(parent, link string, hops int) error {
 	return nil
 }
 
+// releaseAll releases the placeholders pl holds, in parallel: removing a
+// directory that was a mount point in a sandbox whose mount namespace is
+// still being torn down detaches those mounts and waits for an RCU grace
+// period (a millisecond or more each); in parallel the waits overlap.
 func (pl *protectPlanner) releaseAll() {
+	var wg sync.WaitGroup
 	for _, h := range pl.held {
-		releasePlaceholder(h)
+		wg.Go(func() { releasePlaceholder(h) })
 	}
+	wg.Wait()
 	pl.held = nil
 }
 
@@ -882,20 +918,21 @@ func findSensitive(roots, approved []string) []sensitiveEntry {
 	}
 	var out []sensitiveEntry
 	var walk func(root, dir, rel string, forced bool)
+	var prev, rec map[string]*listedDir
 	walk = func(root, dir, rel string, forced bool) {
-		ents, err := os.ReadDir(dir)
+		l, err := listDirCached(dir, rel, prev[dir], rec)
 		if err != nil {
 			return
 		}
-		for _, e := range ents {
+		for i, e := range l.ents {
+			sens := forced || l.sens[i]
+			if !sens && !l.isDir[i] {
+				continue // neither sensitive nor walked into
+			}
 			abs := filepath.Join(dir, e.Name())
 			r := e.Name()
 			if rel != "" {
 				r = rel + "/" + e.Name()
-			}
-			sens := forced
-			if !sens {
-				_, sens, _ = fsafe.Classify(r)
 			}
 			isDir := e.IsDir()
 			if !sens {
@@ -927,9 +964,94 @@ func findSensitive(roots, approved []string) []sensitiveEntry {
 		}
 	}
 	for _, root := range roots {
+		prev, rec = listings.get(root), map[string]*listedDir{}
 		walk(root, root, "", false)
+		listings.put(root, rec)
 	}
 	return out
+}
+
+// listedDir is a directory findSensitive listed: its entries and what identified its state.
+// Any change to a directory's entries updates its ctime, which no system call can set back.
+type listedDir struct {
+	ino          uint64
+	mtime, ctime syscall.Timespec
+	trusted      bool // listed long enough after its last change (see racyWindow)
+	ents         []fs.DirEntry
+	sens, isDir  []bool // per entry: fsafe.Classify calls it sensitive; a directory
+}
+
+// racyWindow: a directory whose ctime was less than this before it was listed may change
+// again within the same timestamp tick (coarse kernel clock, file systems with one- or
+// two-second timestamps), so that listing is never reused.
+const racyWindow = 2 * time.Second
+
+// listings keeps, per workspace root, the directories the last findSensitive of that root
+// listed, so that the next command's walk does not list unchanged ones again (every command
+// walks the whole workspace: 100 ms and more on a real repository). sensClock and
+// sensDirsRead are for tests.
+var (
+	listings     = &listingCache{m: map[string]map[string]*listedDir{}}
+	sensClock    = time.Now
+	sensDirsRead atomic.Int64
+)
+
+type listingCache struct {
+	mu sync.Mutex
+	m  map[string]map[string]*listedDir
+}
+
+func (c *listingCache) get(root string) map[string]*listedDir {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[root]
+}
+
+func (c *listingCache) put(root string, l map[string]*listedDir) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[root] = l
+}
+
+// listDirCached lists dir (rel below its root) and classifies its entries, or returns prev
+// when dir did not change since prev was listed; it records the listing in rec.
+func listDirCached(dir, rel string, prev *listedDir, rec map[string]*listedDir) (*listedDir, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	now := sensClock()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	if prev != nil && prev.trusted && prev.ino == st.Ino && prev.mtime == st.Mtim && prev.ctime == st.Ctim {
+		rec[dir] = prev
+		return prev, nil
+	}
+	sensDirsRead.Add(1)
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	l := &listedDir{ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim, ents: ents,
+		trusted: now.Sub(time.Unix(st.Ctim.Unix())) > racyWindow,
+		sens:    make([]bool, len(ents)), isDir: make([]bool, len(ents))}
+	for i, e := range ents {
+		r := e.Name()
+		if rel != "" {
+			r = rel + "/" + r
+		}
+		_, l.sens[i], _ = fsafe.Classify(r)
+		l.isDir[i] = e.IsDir()
+	}
+	rec[dir] = l
+	return l, nil
 }
 
 // sensitiveNames lists up to n entries' relative names for a summary line.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -904,10 +905,25 @@ func waitStarted(t *testing.T, markers ...string) {
 
 // TestKillDuringSetup kills the command at random moments of bubblewrap's
 // setup. bubblewrap arms --die-with-parent in its PID 1 only at the end of
-// the setup; the helper's lifeline and Release's group sweep must make sure
-// nothing survives (neither the command nor a half-set-up bwrap).
+// the setup; the command's cgroup (or, without one, the helper's lifeline)
+// and Release's group sweep must make sure nothing survives (neither the
+// command nor a half-set-up bwrap).
 func TestKillDuringSetup(t *testing.T) {
-	forModes(t, func(t *testing.T, sb *Sandbox) {
+	t.Run("bwrap-without-cgroups", func(t *testing.T) {
+		requireMode(t, ModeBwrap)
+		f := features()
+		f.Cgroup = CgroupSupport{Err: "test: none"}
+		sb, err := New(Options{Mode: ModeBwrap, Features: &f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		killDuringSetup(t, sb)
+	})
+	forModes(t, killDuringSetup)
+}
+
+func killDuringSetup(t *testing.T, sb *Sandbox) {
+	{
 		e := newEnv(t)
 		m := fmt.Sprintf("1000.%06d", rand.IntN(1000000))
 		for i := range 20 {
@@ -936,7 +952,7 @@ func TestKillDuringSetup(t *testing.T) {
 			c.Release()
 		}
 		waitGone(t, m)
-	})
+	}
 }
 
 func TestCancelKillsNamespace(t *testing.T) {
@@ -1150,6 +1166,76 @@ func TestConcurrentCommandsShareProtectedPlaceholders(t *testing.T) {
 	for _, name := range []string{".nvimrc", ".envrc", ".exrc", ".mcp.json", ".agentd", ".vscode", ".idea"} {
 		if _, err := os.Lstat(filepath.Join(e.ws, name)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("placeholder %s left behind after every command ended (%v)", name, err)
+		}
+	}
+}
+
+// TestFindSensitiveKeepsListings: the next command's walk for sensitive files does not list
+// unchanged directories again, yet finds a secret the user added in between, deep in a
+// directory it did not need to list before.
+func TestFindSensitiveKeepsListings(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a/b/c", "a/d", "e/f/g"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, filepath.Join(root, d, "main.go"), "package x\n")
+	}
+	mustWrite(t, filepath.Join(root, ".env"), "TOKEN=1\n")
+	// As if every listing were taken three seconds from now: the directories just made count
+	// as old enough to be reused.
+	sensClock = func() time.Time { return time.Now().Add(3 * time.Second) }
+	t.Cleanup(func() { sensClock = time.Now })
+	names := func() ([]string, int64) {
+		n := sensDirsRead.Load()
+		var out []string
+		for _, e := range findSensitive([]string{root}, nil) {
+			out = append(out, e.rel)
+		}
+		return out, sensDirsRead.Load() - n
+	}
+	got, read := names()
+	if !slices.Equal(got, []string{".env"}) || read != 8 {
+		t.Fatalf("first walk: %q, %d directories read; want [.env], 8", got, read)
+	}
+	if got, read = names(); !slices.Equal(got, []string{".env"}) || read != 0 {
+		t.Errorf("second walk: %q, %d directories read; want [.env], 0", got, read)
+	}
+	waitFSTick(t, root)
+	mustWrite(t, filepath.Join(root, "e/f/g/.env.local"), "TOKEN=2\n")
+	if got, read = names(); !slices.Equal(got, []string{".env", "e/f/g/.env.local"}) || read != 1 {
+		t.Errorf("after a secret was added: %q, %d directories read; want [.env e/f/g/.env.local], 1", got, read)
+	}
+}
+
+// waitFSTick waits until the file system's clock has moved past the last change of root's
+// directories: a change within the same timestamp tick would keep a directory's ctime (what
+// racyWindow guards against, and what the moved clock of the test turns off).
+func waitFSTick(t *testing.T, root string) {
+	t.Helper()
+	var newest time.Time
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		var st syscall.Stat_t
+		if err == nil && d.IsDir() && syscall.Lstat(p, &st) == nil {
+			if c := time.Unix(st.Ctim.Unix()); c.After(newest) {
+				newest = c
+			}
+		}
+		return nil
+	})
+	probe := filepath.Join(t.TempDir(), "tick")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mustWrite(t, probe, "")
+		var st syscall.Stat_t
+		if err := syscall.Stat(probe, &st); err != nil {
+			t.Fatal(err)
+		}
+		if time.Unix(st.Ctim.Unix()).After(newest) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file system clock did not move past %v", newest)
 		}
 	}
 }

@@ -5,7 +5,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 )
@@ -63,12 +62,4 @@ func (s *Sandbox) Describe(Policy) string { return Detect().Summary(ModeNone, fa
 // Command fails.
 func (s *Sandbox) Command(context.Context, Policy, []string, string) (*Cmd, error) {
 	return nil, fmt.Errorf("%w: the sandbox needs Linux", ErrUnavailable)
-}
-
-// HelperMain refuses helper mode on this OS.
-func HelperMain() {
-	if len(os.Args) >= 2 && os.Args[1] == HelperArg {
-		fmt.Fprintln(os.Stderr, "agentd sandbox: helper mode needs Linux")
-		os.Exit(ExitHelperFailed)
-	}
 }

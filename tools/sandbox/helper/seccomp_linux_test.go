@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package sandbox
+package helper
 
 import (
 	"encoding/binary"
@@ -74,7 +74,7 @@ func TestFilterDecisions(t *testing.T) {
 	)
 	type tc struct {
 		name string
-		spec filterSpec
+		spec FilterSpec
 		d    seccompData
 		want uint32
 	}
@@ -83,9 +83,9 @@ func TestFilterDecisions(t *testing.T) {
 		copy(d.args[:], args)
 		return d
 	}
-	off := filterSpec{}
-	on := filterSpec{Inet: true}
-	noUnix := filterSpec{DenyUnix: true}
+	off := FilterSpec{}
+	on := FilterSpec{Inet: true}
+	noUnix := FilterSpec{DenyUnix: true}
 	cases := []tc{
 		{"read allowed", off, native(unix.SYS_READ), retAllow},
 		{"execve allowed", off, native(unix.SYS_EXECVE), retAllow},
@@ -136,12 +136,12 @@ func TestFilterDecisions(t *testing.T) {
 			tc{"x32 socket killed", on, native(x32SyscallBit | unix.SYS_SOCKET), retKill},
 			tc{"x32 read killed", on, native(x32SyscallBit | unix.SYS_READ), retKill})
 	}
-	progs := map[filterSpec][]unix.SockFilter{}
+	progs := map[FilterSpec][]unix.SockFilter{}
 	for _, c := range cases {
 		prog, ok := progs[c.spec]
 		if !ok {
 			var err error
-			if prog, err = buildFilter(c.spec); err != nil {
+			if prog, err = BuildFilter(c.spec); err != nil {
 				t.Fatal(err)
 			}
 			progs[c.spec] = prog

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package helper
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ var landlockConfigs = []landlock.Config{
 // ptys). Network (ABI ≥ 4): with the network off, TCP bind/connect are handled
 // with no rule allowing any port. Scopes (ABI ≥ 6): signals and abstract unix
 // sockets cannot reach processes outside the sandbox.
-func applyLandlock(cfg *helperConfig) (int, error) {
+func applyLandlock(cfg *Config) (int, error) {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, fmt.Errorf("landlock unavailable (ABI %d): %v", abi, err)

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package sandbox
+package helper
 
 import "golang.org/x/sys/unix"
 
@@ -15,4 +15,4 @@ const x32SyscallBit = 0x40000000
 // archDenied are x86-only syscalls denied in addition to commonDenied.
 var archDenied = []uint32{unix.SYS_IOPL, unix.SYS_IOPERM, unix.SYS_USELIB}
 
-const archName = "x86_64"
+const ArchName = "x86_64"

@@ -1,6 +1,6 @@
 //go:build linux && !amd64 && !arm64
 
-package sandbox
+package helper
 
 import (
 	"errors"
@@ -9,15 +9,15 @@ import (
 
 // No hand-written filter for this architecture: Detect reports seccomp as
 // missing, so the mode choice and Gaps say so.
-const seccompArchSupported = false
+const SeccompArchSupported = false
 
-const archName = runtime.GOARCH
+const ArchName = runtime.GOARCH
 
-type filterSpec struct {
+type FilterSpec struct {
 	Inet     bool
 	DenyUnix bool
 }
 
-func installSeccomp(filterSpec) error {
+func InstallSeccomp(FilterSpec) error {
 	return errors.New("seccomp: no filter for architecture " + runtime.GOARCH)
 }

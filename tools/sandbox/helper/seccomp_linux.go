@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package sandbox
+package helper
 
 import (
 	"errors"
@@ -68,8 +68,8 @@ var commonDenied = []uint32{
 	unix.SYS_MOUNT_SETATTR,
 }
 
-// filterSpec selects the variable parts of the filter.
-type filterSpec struct {
+// FilterSpec selects the variable parts of the filter.
+type FilterSpec struct {
 	// Inet allows socket(AF_INET/AF_INET6). Off when the network is off.
 	Inet bool
 	// DenyUnix denies socket(AF_UNIX) (socketpair stays allowed: it cannot
@@ -147,8 +147,8 @@ const (
 	retENOSYS = unix.SECCOMP_RET_ERRNO | (uint32(unix.ENOSYS) & unix.SECCOMP_RET_DATA)
 )
 
-// buildFilter returns the BPF program for spec on the running architecture.
-func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
+// BuildFilter returns the BPF program for spec on the running architecture.
+func BuildFilter(spec FilterSpec) ([]unix.SockFilter, error) {
 	var a bpfAsm
 	a.ld(offArch)
 	a.jmp(unix.BPF_JEQ, nativeAuditArch, "", "kill")
@@ -207,12 +207,12 @@ func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
 	return a.assemble()
 }
 
-// installSeccomp installs the filter with SECCOMP_FILTER_FLAG_TSYNC, so every
+// InstallSeccomp installs the filter with SECCOMP_FILTER_FLAG_TSYNC, so every
 // thread of the helper carries it (the helper also holds its OS thread locked
-// and execs from it, so either property alone would suffice; see HelperMain).
+// and execs from it, so either property alone would suffice; see Main).
 // no_new_privs must already be set on the calling thread; TSYNC propagates it.
-func installSeccomp(spec filterSpec) error {
-	prog, err := buildFilter(spec)
+func InstallSeccomp(spec FilterSpec) error {
+	prog, err := BuildFilter(spec)
 	if err != nil {
 		return err
 	}
@@ -233,6 +233,6 @@ func installSeccomp(spec filterSpec) error {
 	return nil
 }
 
-// seccompArchSupported reports whether this build has a filter for the running
+// SeccompArchSupported reports whether this build has a filter for the running
 // architecture.
-const seccompArchSupported = true
+const SeccompArchSupported = true

@@ -1,6 +1,6 @@
 //go:build linux && arm64
 
-package sandbox
+package helper
 
 import "golang.org/x/sys/unix"
 
@@ -14,4 +14,4 @@ const x32SyscallBit = 0
 // archDenied are architecture-specific syscalls denied in addition to commonDenied.
 var archDenied = []uint32{}
 
-const archName = "aarch64"
+const ArchName = "aarch64"
