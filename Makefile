@@ -7,7 +7,7 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 .PHONY: build test test-go test-editors bench lint clean vsix
 
 build:
-	$(GO) build -o $(BIN) ./cmd/agentd
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/agentd
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))agentd-sandbox ./cmd/agentd-sandbox
 
 # vsix builds a platform-specific VS Code extension (this machine's platform, e.g. linux-x64)

@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	agentdBin = filepath.Join(dir, "agentd")
-	if out, err := exec.Command("go", "build", "-o", agentdBin, ".").CombinedOutput(); err != nil {
+	// Static (CGO_ENABLED=0), as `make build` builds it: no libc's pages resident, pure-Go
+	// resolver for the loopback Ollama host.
+	build := exec.Command("go", "build", "-o", agentdBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building agentd: %v\n%s", err, out)
 		os.Exit(1)
 	}

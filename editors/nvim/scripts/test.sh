@@ -54,7 +54,7 @@ if [ -z "${AGENTD_BIN:-}" ] || [ -z "${FAKEOLLAMA_BIN:-}" ]; then
 fi
 if [ -z "${AGENTD_BIN:-}" ]; then
   export AGENTD_BIN=$out/bin/agentd
-  (cd "$repo" && go build -o "$AGENTD_BIN" ./cmd/agentd) || { echo "test.sh: building agentd failed" >&2; exit 1; }
+  (cd "$repo" && CGO_ENABLED=0 go build -o "$AGENTD_BIN" ./cmd/agentd) || { echo "test.sh: building agentd failed" >&2; exit 1; }
 fi
 if [ -z "${FAKEOLLAMA_BIN:-}" ]; then
   export FAKEOLLAMA_BIN=$out/bin/fakeollama

@@ -64,7 +64,7 @@ BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/agentd-e2e-bin.XXXXXX")
 trap 'rm -rf "$BIN_DIR"' EXIT
 if [ -z "${AGENTD_BIN:-}" ]; then
 	t "building agentd"
-	(cd "$REPO" && go build -o "$BIN_DIR/agentd" ./cmd/agentd)
+	(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN_DIR/agentd" ./cmd/agentd)
 	AGENTD_BIN="$BIN_DIR/agentd"
 fi
 t "building fakeollama"
@@ -79,7 +79,7 @@ VSIX="$EXT_DIR/dist/agentd.vsix"
 t "packaging the platform .vsix (bundled daemon)"
 mkdir -p "$BIN_DIR/platform"
 cp "$AGENTD_BIN" "$BIN_DIR/platform/agentd"
-(cd "$REPO" && go build -o "$BIN_DIR/platform/agentd-sandbox" ./cmd/agentd-sandbox)
+(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN_DIR/platform/agentd-sandbox" ./cmd/agentd-sandbox)
 VSIX_PLATFORM=$(node "$EXT_DIR/scripts/package-platform.mjs" --bin "$BIN_DIR/platform" 2>"$BIN_DIR/package-platform.log" | tail -1) ||
 	{ cat "$BIN_DIR/package-platform.log" >&2; exit 1; }
 
