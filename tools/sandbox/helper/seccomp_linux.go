@@ -5,7 +5,9 @@ package helper
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,8 +23,9 @@ import (
 //     killed too: x32 syscalls report AUDIT_ARCH_X86_64 but use another table.
 //  3. A deny list of syscall numbers returns EPERM (clone3 returns ENOSYS so that
 //     libc falls back to clone, whose flags we can inspect).
-//  4. Three syscalls are checked on their arguments: socket (address family),
-//     clone (namespace flags) and ioctl (TIOCSTI/TIOCLINUX terminal injection).
+//  4. Some syscalls are checked on their arguments: socket (address family),
+//     clone (namespace flags), ioctl (TIOCSTI/TIOCLINUX terminal injection, inode
+//     flags) and the chmod family (the setuid and setgid bits).
 //  5. Everything else is allowed.
 //
 // Arguments are 64 bits wide in seccomp_data; the values we compare (int domain,
@@ -37,6 +40,31 @@ const (
 	offArg0 = 16
 	offArg1 = 24
 	offArg2 = 32
+)
+
+// setIDBits are S_ISUID|S_ISGID: a command may change ordinary permission bits of the files it
+// owns (builds, git and tar do), never make a file run as its owner or group. In Landlock-only
+// mode, where Landlock does not cover metadata, this keeps a command from planting a setuid
+// binary anywhere the user owns (as root: any root-owned file).
+const setIDBits = unix.S_ISUID | unix.S_ISGID
+
+// modeArg maps each chmod-family syscall of this architecture to the seccomp_data offset of its
+// mode argument.
+var modeArg = func() map[uint32]uint32 {
+	m := map[uint32]uint32{unix.SYS_FCHMOD: offArg1, unix.SYS_FCHMODAT: offArg2, unix.SYS_FCHMODAT2: offArg2}
+	for nr, off := range archModeArg {
+		m[nr] = off
+	}
+	return m
+}()
+
+// fsFlagIoctls change inode flags (immutable, append-only, no-dump, project ids): no command
+// needs them, and Landlock does not cover them.
+var fsFlagIoctls = []uint32{unix.FS_IOC_SETFLAGS, fsIOC32SetFlags, fsIOCFSSetXattr}
+
+const (
+	fsIOC32SetFlags = 0x40046602 // FS_IOC32_SETFLAGS, _IOW('f', 2, int)
+	fsIOCFSSetXattr = 0x401c5820 // FS_IOC_FSSETXATTR, _IOW('X', 32, struct fsxattr)
 )
 
 // cloneNamespaceFlags are CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET.
@@ -163,6 +191,9 @@ func BuildFilter(spec FilterSpec) ([]unix.SockFilter, error) {
 		a.jmp(unix.BPF_JEQ, nr, "eperm", "")
 	}
 	a.jmp(unix.BPF_JEQ, unix.SYS_CLONE3, "enosys", "")
+	for _, nr := range slices.Sorted(maps.Keys(modeArg)) {
+		a.jmp(unix.BPF_JEQ, nr, fmt.Sprintf("mode%d", modeArg[nr]), "")
+	}
 	a.jmp(unix.BPF_JEQ, unix.SYS_SOCKET, "socket", "")
 	a.jmp(unix.BPF_JEQ, unix.SYS_CLONE, "clone", "")
 	a.jmp(unix.BPF_JEQ, unix.SYS_IOCTL, "ioctl", "allow")
@@ -194,7 +225,16 @@ func BuildFilter(spec FilterSpec) ([]unix.SockFilter, error) {
 	a.label("ioctl")
 	a.ld(offArg1)
 	a.jmp(unix.BPF_JEQ, unix.TIOCSTI, "eperm", "")
+	for _, req := range fsFlagIoctls {
+		a.jmp(unix.BPF_JEQ, req, "eperm", "")
+	}
 	a.jmp(unix.BPF_JEQ, unix.TIOCLINUX, "eperm", "allow")
+
+	for _, off := range []uint32{offArg1, offArg2} {
+		a.label(fmt.Sprintf("mode%d", off))
+		a.ld(off)
+		a.jmp(unix.BPF_JSET, setIDBits, "eperm", "allow")
+	}
 
 	a.label("allow")
 	a.ret(retAllow)

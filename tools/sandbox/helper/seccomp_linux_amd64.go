@@ -16,3 +16,7 @@ const x32SyscallBit = 0x40000000
 var archDenied = []uint32{unix.SYS_IOPL, unix.SYS_IOPERM, unix.SYS_USELIB}
 
 const ArchName = "x86_64"
+
+// archModeArg are this architecture's chmod-family syscalls beyond the common ones, with the
+// offset of their mode argument.
+var archModeArg = map[uint32]uint32{unix.SYS_CHMOD: offArg1}

@@ -15,3 +15,7 @@ const x32SyscallBit = 0
 var archDenied = []uint32{}
 
 const ArchName = "aarch64"
+
+// archModeArg are this architecture's chmod-family syscalls beyond the common ones (none: arm64
+// has only fchmod, fchmodat and fchmodat2).
+var archModeArg = map[uint32]uint32{}

@@ -130,6 +130,25 @@ func TestFilterDecisions(t *testing.T) {
 		{"ioctl TIOCSTI", off, native(unix.SYS_IOCTL, 0, unix.TIOCSTI), retEPERM},
 		{"ioctl TIOCLINUX", off, native(unix.SYS_IOCTL, 0, unix.TIOCLINUX), retEPERM},
 		{"ioctl TCGETS", off, native(unix.SYS_IOCTL, 0, unix.TCGETS), retAllow},
+		{"ioctl FS_IOC_SETFLAGS", off, native(unix.SYS_IOCTL, 3, unix.FS_IOC_SETFLAGS), retEPERM},
+		{"ioctl FS_IOC32_SETFLAGS", off, native(unix.SYS_IOCTL, 3, fsIOC32SetFlags), retEPERM},
+		{"ioctl FS_IOC_FSSETXATTR", off, native(unix.SYS_IOCTL, 3, fsIOCFSSetXattr), retEPERM},
+		{"ioctl FS_IOC_GETFLAGS", off, native(unix.SYS_IOCTL, 3, unix.FS_IOC_GETFLAGS), retAllow},
+		{"fchmod 0755", off, native(unix.SYS_FCHMOD, 3, 0o755), retAllow},
+		{"fchmod setuid", off, native(unix.SYS_FCHMOD, 3, 0o4755), retEPERM},
+		{"fchmodat 0644", off, native(unix.SYS_FCHMODAT, 3, 0, 0o644), retAllow},
+		{"fchmodat setgid", off, native(unix.SYS_FCHMODAT, 3, 0, 0o2775), retEPERM},
+		{"fchmodat sticky", off, native(unix.SYS_FCHMODAT, 3, 0, 0o1777), retAllow},
+		{"fchmodat2 setuid", off, native(unix.SYS_FCHMODAT2, 3, 0, 0o4700, 0), retEPERM},
+		{"fchmodat2 0600", off, native(unix.SYS_FCHMODAT2, 3, 0, 0o600, 0), retAllow},
+	}
+	for nr, at := range archModeArg {
+		args := make([]uint64, at/8-1) // offArgN is 16+8N: the mode is argument N
+		args[len(args)-1] = 0o4755
+		cases = append(cases, tc{fmt.Sprintf("syscall %d setuid", nr), off, native(nr, args...), retEPERM})
+		args = slices.Clone(args)
+		args[len(args)-1] = 0o755
+		cases = append(cases, tc{fmt.Sprintf("syscall %d 0755", nr), off, native(nr, args...), retAllow})
 	}
 	if x32SyscallBit != 0 {
 		cases = append(cases,
