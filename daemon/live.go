@@ -27,7 +27,7 @@ type liveSession struct {
 	agent   *agent.Session
 	clients map[*client]bool
 	pending map[string]*review
-	calls   map[string]*rpc.ToolCallInfo // tool calls of the running turn, by call ID
+	calls   map[string]*rpc.ToolCallInfo // tool calls of the current (or last) turn, by call ID, ended ones too
 	turn    string
 	token   string // work-done progress token of the running turn
 	updated time.Time
@@ -211,6 +211,16 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 	if a != nil {
 		msgs = a.History()
 	}
+	// The running turn's calls as the editors were last told, read after the history: a call of
+	// the history that is among them is shown so (pending, waiting for a review, running, or
+	// ended with a result not yet in the history, which gets a batch's results at its end). An
+	// editor attaches before its history is read, so it gets every later change as an update.
+	ls.mu.Lock()
+	live := make(map[string]*rpc.ToolCallInfo, len(ls.calls))
+	for id, info := range ls.calls {
+		live[id] = cloneCall(info)
+	}
+	ls.mu.Unlock()
 	var out []rpc.HistoryItem
 	results := map[string]agent.Message{}
 	for _, m := range msgs {
@@ -229,6 +239,11 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: "t" + strconv.Itoa(turn), Text: m.Content, Thinking: m.Thinking})
 			}
 			for _, call := range m.ToolCalls {
+				if info := live[call.ID]; info != nil {
+					info.Progress = "" // a delta, already sent to the editors attached then
+					out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
+					continue
+				}
 				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: rpc.StatusCompleted, Arguments: call.Arguments,
 					MCP: mcpCallOf(ls.h, call.Name)}
 				if r, ok := results[call.ID]; ok {
@@ -236,6 +251,10 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 					if len(r.Content) > 6 && r.Content[:6] == "Error " {
 						info.Result.Type, info.Result.IsError, info.Status = "error", true, rpc.StatusFailed
 					}
+				} else {
+					// Every call ends with a result (a replayed session's interrupted ones too), so
+					// this one is of the running batch and not started yet.
+					info.Status = rpc.StatusPending
 				}
 				out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
 			}
@@ -328,14 +347,16 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 		info := ls.calls[e.CallID]
 		if info == nil {
 			info = &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool}
+			ls.calls[e.CallID] = info
 		}
-		delete(ls.calls, e.CallID)
+		// Kept until the next turn: the history gets the batch's results only at its end, and an
+		// editor attaching meanwhile must see this call ended (history).
 		info.Status, info.Progress = rpc.StatusCompleted, ""
 		if e.Result.IsError {
 			info.Status = rpc.StatusFailed
 		}
 		info.Result = resultInfo(e.Result)
-		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallCompleted, ToolCall: info})}
+		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallCompleted, ToolCall: cloneCall(info)})}
 	case agent.Compacted:
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateCompaction,
 			Compaction: &rpc.CompactionInfo{TokensBefore: e.Before, TokensAfter: e.After, Summary: e.Summary}})}

@@ -11,6 +11,7 @@ import {
 	type ChatChange,
 	type ChatItem,
 	type ChatState,
+	type ToolItem,
 	WAITING_ACTIVITY,
 } from "../src/chat/model";
 import type { SessionInfo, Update } from "../src/protocol";
@@ -230,6 +231,39 @@ test("history becomes the same items as the live stream", () => {
 		view(snapshot(s)).map((i) => i.kind),
 		["user", "tool", "assistant", "turnEnd", "user", "turnEnd"],
 	);
+});
+
+test("history of a running turn keeps a call waiting for its review waiting, until it completes", () => {
+	const session: SessionInfo = {
+		sessionId: SID,
+		title: "t",
+		workspaceFolder: "file:///w",
+		model: "m",
+		approvalMode: "ask",
+		createdAt: "",
+		updatedAt: "",
+		turns: 1,
+		running: true,
+		attached: 2,
+	};
+	const s = fromHistory(session, [
+		{ type: "user", turnId: "t1", text: "Fix it" },
+		{ type: "tool", turnId: "t1", toolCall: { callId: "e1", tool: "edit", label: "Edit cart.go", status: "awaitingApproval" } },
+		{ type: "tool", turnId: "t1", toolCall: { callId: "g1", tool: "glob", label: "glob", status: "pending" } },
+	]);
+	const tools = () => snapshot(s).filter((i) => i.kind === "tool") as ToolItem[];
+	assert.deepEqual(
+		tools().map((t) => [t.callId, t.label, t.status]),
+		[
+			["e1", "Edit cart.go", "awaitingApproval"],
+			["g1", "glob", "pending"],
+		],
+	);
+	assert.equal(s.running, true);
+	assert.equal(s.activity, WAITING_ACTIVITY);
+	feed(s, [[7, "t1", { type: "toolCallCompleted", toolCall: { callId: "e1", tool: "edit", label: "Edit cart.go", status: "completed", result: { type: "ok", isError: false, text: "Edited", elapsedMs: 3 } } }]]);
+	assert.deepEqual(tools()[0].status, "completed");
+	assert.equal(s.awaiting.size, 0);
 });
 
 test("coalesceChanges merges consecutive appends to one field", () => {

@@ -204,6 +204,9 @@ export function fromHistory(session: SessionInfo, history: HistoryItem[]): ChatS
 	if (session.running) {
 		s.running = true;
 		s.turnId = turn;
+		// A call of the running turn may wait for the user (the daemon sends the calls as they are).
+		for (const it of s.items) if (it.kind === "tool" && it.status === "awaitingApproval") s.awaiting.add(it.callId);
+		if (s.awaiting.size > 0) s.activity = WAITING_ACTIVITY;
 	} else {
 		endTurn();
 	}

@@ -2,7 +2,8 @@
 // code-server is a second window with its own extension host, connected to the same shared daemon
 // (`agentd connect`); it attaches to the first window's session with the session picker. A hunk
 // accepted in window A must show as accepted in window B (no "Accept hunk 1/2" left there), and the
-// file settled in B must carry A's acceptance: on disk, exactly the accepted hunk.
+// file settled in B must carry A's acceptance: on disk, exactly the accepted hunk. B's chat card
+// for the edit shows it waiting for the review (as A's does) until the review is settled.
 import * as fs from "node:fs";
 import * as path from "node:path";
 
@@ -45,7 +46,16 @@ export async function twoWindowsScenario({ page, chat, fake }, d) {
 		// (B may have restored cart.go's tab in the background: bring it to the front.)
 		await openFile(pageB, "cart.go");
 		await lens(pageB, "Accept hunk 1/2").waitFor({ timeout: 20000 });
-		say("window B shows the review");
+		// B's chat card for the edit says what A's says: waiting for the review, under the
+		// daemon's label — not done (B attached mid-turn, from the session's history).
+		const editCardB = chatB.locator(".item.tool", { hasText: "cart.go" }).filter({ has: chatB.locator(".actions button", { hasText: "Review in editor" }) });
+		await editCardB.waitFor({ timeout: 10000 });
+		const cardState = async (card) => ({ cls: (await card.getAttribute("class")) ?? "", title: (await card.locator(".tlabel").innerText()).trim(), text: await card.innerText() });
+		let b1 = await cardState(editCardB);
+		if (!b1.cls.includes("st-awaitingApproval") || b1.title !== "Edit cart.go" || !b1.text.includes("Waiting for your approval in the editor")) {
+			throw new Error(`window B's card for the edit waiting for review: class "${b1.cls}", title "${b1.title}", text ${JSON.stringify(b1.text)}; want st-awaitingApproval, "Edit cart.go", "Waiting for your approval in the editor…"`);
+		}
+		say("window B's card shows the edit waiting for review");
 
 		// Accept hunk 1 in A: B shows it accepted, and offers it no more.
 		await lens(page, "Accept hunk 1/2").click();
@@ -54,6 +64,9 @@ export async function twoWindowsScenario({ page, chat, fake }, d) {
 		await waitFor("window B to stop offering \"Accept hunk 1/2\"", async () => (await lens(pageB, "Accept hunk 1/2").count()) === 0, 10000);
 		await pageB.locator(".statusbar-item", { hasText: "1 hunk to review" }).first().waitFor({ timeout: 10000 });
 		await pageB.screenshot({ path: path.join(OUT_DIR, "25-two-windows-b-after-a-accepted.png") });
+		// One hunk accepted, one still to review: the call still waits, in B too.
+		b1 = await cardState(editCardB);
+		if (!b1.cls.includes("st-awaitingApproval")) throw new Error(`window B's card for the edit after A accepted one of two hunks: class "${b1.cls}", want st-awaitingApproval`);
 
 		// Settle the file in B: the hunk accepted in A is applied, the one rejected in B is not.
 		await pageB.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject Ctrl\+Alt\+N\s*$/ }).first().click();
@@ -61,6 +74,10 @@ export async function twoWindowsScenario({ page, chat, fake }, d) {
 		await waitFor("window A's review lenses cleared", async () => (await lens(page, "Accept").count()) === 0 && (await lensRow(page, "waiting for").count()) === 0, 20000);
 		await waitFor("window B's review lenses cleared", async () => (await lens(pageB, "Accept").count()) === 0 && (await lensRow(pageB, "waiting for").count()) === 0, 20000);
 		await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+		// Only now, in B too, the edit is done.
+		await chatB.locator(".item.tool.st-completed", { hasText: "Edit cart.go" }).waitFor({ timeout: 10000 });
+		const left = await chatB.locator(".item.tool.st-awaitingApproval").count();
+		if (left !== 0) throw new Error(`window B still shows ${left} call(s) waiting for approval after the review was settled`);
 	} catch (err) {
 		await pageB.screenshot({ path: path.join(OUT_DIR, "fail-twoWindows-b.png") }).catch(() => undefined);
 		throw err;
