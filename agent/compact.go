@@ -63,7 +63,7 @@ func (s *Session) needsCompaction() bool { return s.estimate() > s.threshold() }
 // there is no old tool output to elide and no earlier turn to summarize (or the summary failed).
 func (s *Session) compact(ctx context.Context, turnID string, force bool) bool {
 	before := s.estimate()
-	h := s.History()
+	h, turns := s.HistoryTurns()
 	saved := elideToolOutputs(h)
 	after := before - saved/3
 	summary := ""
@@ -78,6 +78,7 @@ func (s *Session) compact(ctx context.Context, turnID string, force bool) bool {
 					{Role: RoleUser, Content: "Summary of the earlier conversation (compacted to fit the context window):\n\n" + summary},
 					{Role: RoleAssistant, Content: "Understood. I will continue from this summary."},
 				}, kept...)
+				turns = append([]string{turns[0], turnID, turnID}, turns[cut:]...)
 			}
 		}
 	}
@@ -85,11 +86,11 @@ func (s *Session) compact(ctx context.Context, turnID string, force bool) bool {
 		return false
 	}
 	s.mu.Lock()
-	s.history = h
+	s.history, s.turnOf = h, turns
 	s.mu.Unlock()
 	s.lastTokens, s.lastCount = 0, 0 // the server's count no longer applies: estimate afresh
 	after = s.estimate()
-	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h, Summary: summary})
+	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h, TurnIDs: turns, Summary: summary})
 	s.kernel.Emit(Compacted{TurnID: turnID, Before: before, After: after, Summary: summary})
 	return true
 }

@@ -38,8 +38,11 @@ type Entry struct {
 	Error  string `json:"error,omitzero"`
 	// Messages is set for EntryCompaction: the whole history after compaction.
 	Messages []Message `json:"messages,omitzero"`
-	Summary  string    `json:"summary,omitzero"`
-	Usage    *Usage    `json:"usage,omitzero"`
+	// TurnIDs, for EntryCompaction, is the turn each of Messages joined ("" for the system
+	// prompt); absent in journals written before it existed.
+	TurnIDs []string `json:"turnIds,omitzero"`
+	Summary string   `json:"summary,omitzero"`
+	Usage   *Usage   `json:"usage,omitzero"`
 	// Title and Mode are set for EntryTitle and EntryMode.
 	Title string `json:"title,omitzero"`
 	Mode  string `json:"mode,omitzero"`
@@ -62,6 +65,9 @@ type Replayed struct {
 	Mode     string
 	// History is the model's history (after the last compaction).
 	History []Message
+	// HistoryTurns is, for each message of History, the ID of the turn it joined ("" for the
+	// system prompt, and where a journal written before compactions recorded it does not say).
+	HistoryTurns []string
 	// Turns lists the turns in order with their prompts and how they ended ("" while open: the
 	// daemon crashed during that turn).
 	Turns   []ReplayedTurn
@@ -105,12 +111,24 @@ func Replay(entries []Entry) Replayed {
 		case EntryMessage:
 			if e.Message != nil {
 				r.History = append(r.History, *e.Message)
+				r.HistoryTurns = append(r.HistoryTurns, e.TurnID)
 			}
 		case EntryCompaction:
 			r.History = append([]Message(nil), e.Messages...)
+			r.HistoryTurns = make([]string, len(e.Messages))
+			if len(e.TurnIDs) == len(e.Messages) {
+				copy(r.HistoryTurns, e.TurnIDs)
+			}
 		}
 	}
 	r.History = answerDanglingCalls(r.History)
+	for len(r.HistoryTurns) < len(r.History) { // the answers to dangling calls: the last turn's
+		last := ""
+		if n := len(r.HistoryTurns); n > 0 {
+			last = r.HistoryTurns[n-1]
+		}
+		r.HistoryTurns = append(r.HistoryTurns, last)
+	}
 	return r
 }
 

@@ -37,6 +37,8 @@ type SessionConfig struct {
 	Facts WorkspaceFacts
 	// History resumes a stored session (starting with its system message); nil starts a new one.
 	History []Message
+	// HistoryTurns is the turn each message of History joined (Replayed.HistoryTurns).
+	HistoryTurns []string
 	// Turns is the number of turns the resumed session already had (turn IDs continue from it).
 	Turns int
 	// MaxSteps caps model calls per turn (default 60); MaxTurnTime caps a turn's duration
@@ -78,7 +80,8 @@ type Session struct {
 	// history.
 	mu       sync.Mutex
 	history  []Message
-	running  string // ID of the running turn, "" when idle
+	turnOf   []string // turnOf[i]: the turn history[i] joined ("" for the system prompt or unknown)
+	running  string   // ID of the running turn, "" when idle
 	cancel   context.CancelFunc
 	queue    []string      // steering messages not yet seen by the model
 	steerSig chan struct{} // signalled when queue grows
@@ -133,6 +136,8 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	if len(cfg.History) > 0 {
 		s.history = append([]Message(nil), cfg.History...)
+		s.turnOf = make([]string, len(s.history))
+		copy(s.turnOf, cfg.HistoryTurns)
 		s.textTools = s.textTools || strings.Contains(s.history[0].Content, "<tool_call>")
 	} else {
 		s.appendMessage("", Message{Role: RoleSystem, Content: SystemPrompt(s.defs, s.textTools)})
@@ -210,6 +215,15 @@ func (s *Session) History() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Message(nil), s.history...)
+}
+
+// HistoryTurns returns a copy of the model's history and, for each message, the ID of the turn
+// it joined: steering and the loop's own nudges belong to the turn they were sent in ("" for the
+// system prompt, and for messages of a resumed journal that did not record it).
+func (s *Session) HistoryTurns() ([]Message, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.history...), append([]string(nil), s.turnOf...)
 }
 
 // Close cancels the running turn, waits for the loop to stop and syncs the journal.
@@ -494,8 +508,9 @@ func (s *Session) switchToTextTools(turnID string) {
 	s.mu.Lock()
 	s.history[0] = Message{Role: RoleSystem, Content: SystemPrompt(s.defs, true)}
 	h := append([]Message(nil), s.history...)
+	turns := append([]string(nil), s.turnOf...)
 	s.mu.Unlock()
-	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h})
+	s.journal(Entry{Type: EntryCompaction, TurnID: turnID, Messages: h, TurnIDs: turns})
 }
 
 func (s *Session) drainSteering(turnID string) {
@@ -520,6 +535,7 @@ func (s *Session) hasSteering() bool {
 func (s *Session) appendMessage(turnID string, m Message) {
 	s.mu.Lock()
 	s.history = append(s.history, m)
+	s.turnOf = append(s.turnOf, turnID)
 	s.mu.Unlock()
 	s.journal(Entry{Type: EntryMessage, TurnID: turnID, Message: &m})
 }

@@ -138,8 +138,8 @@ func (c *client) sessionAttach(params []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls.attach(c)
-	return rpc.SessionAttachResult{Session: ls.info(), History: ls.history(), PendingReviews: ls.pendingReviews()}, nil
+	outputs := ls.attach(c)
+	return rpc.SessionAttachResult{Session: ls.info(), History: ls.history(outputs), PendingReviews: ls.pendingReviews()}, nil
 }
 
 func (c *client) sessionDetach(params []byte) (any, error) {
@@ -390,6 +390,9 @@ var requestHandlers = map[string]requestHandler{
 	rpc.MethodTurnUndo:       func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.turnUndo(ctx, p) },
 	rpc.MethodMCPProposals:   func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.mcpProposals(p) },
 	rpc.MethodMCPApprove:     func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.mcpApprove(p) },
+
+	// Per-hunk decisions before a file review is settled (reviews.go).
+	rpc.MethodReviewHunkState: func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.reviewHunkState(p) },
 }
 
 // ignore serves a notification agentd has nothing to do for.

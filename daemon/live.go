@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/agentd/agentd/harness"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/rpc"
@@ -28,6 +30,7 @@ type liveSession struct {
 	clients map[*client]bool
 	pending map[string]*review
 	calls   map[string]*rpc.ToolCallInfo // tool calls of the current (or last) turn, by call ID, ended ones too
+	output  map[string]*outputTail       // what each running call of the turn streamed (its last maxReplayedOutput bytes)
 	turn    string
 	token   string // work-done progress token of the running turn
 	updated time.Time
@@ -74,13 +77,23 @@ func (s *Server) session(id string, c *client) (*liveSession, error) {
 	return ls, nil
 }
 
-func (ls *liveSession) attach(c *client) {
+// attach adds an editor and returns what each running call has streamed so far, read in the
+// same critical section: a chunk of output is either in it or sent to the editor as an update
+// (sink), never both, never neither.
+func (ls *liveSession) attach(c *client) (outputs map[string]string) {
 	ls.mu.Lock()
 	ls.clients[c] = true
+	for id, o := range ls.output {
+		if outputs == nil {
+			outputs = map[string]string{}
+		}
+		outputs[id] = o.text()
+	}
 	ls.mu.Unlock()
 	c.mu.Lock()
 	c.attached[ls.h.ID()] = ls
 	c.mu.Unlock()
+	return outputs
 }
 
 // detach removes an editor. Reviews nobody attached can answer any more are rejected: fail closed.
@@ -202,14 +215,14 @@ func (ls *liveSession) turnCount() int {
 	return n
 }
 
-// history renders the conversation for an attaching editor.
-func (ls *liveSession) history() []rpc.HistoryItem {
+// history renders the conversation for an attaching editor; outputs is what attach returned.
+func (ls *liveSession) history(outputs map[string]string) []rpc.HistoryItem {
 	ls.mu.Lock()
 	a := ls.agent
 	ls.mu.Unlock()
-	msgs := ls.h.Replayed.History
+	msgs, turns := ls.h.Replayed.History, ls.h.Replayed.HistoryTurns
 	if a != nil {
-		msgs = a.History()
+		msgs, turns = a.HistoryTurns()
 	}
 	// The running turn's calls as the editors were last told, read after the history: a call of
 	// the history that is among them is shown so (pending, waiting for a review, running, or
@@ -219,6 +232,12 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 	live := make(map[string]*rpc.ToolCallInfo, len(ls.calls))
 	for id, info := range ls.calls {
 		live[id] = cloneCall(info)
+		// What a running call streamed before this editor attached (the tail): the updates
+		// sent to it since then append to it. An ended call's result carries its output.
+		live[id].Progress = ""
+		if info.Status == rpc.StatusRunning {
+			live[id].Progress = outputs[id]
+		}
 	}
 	ls.mu.Unlock()
 	var out []rpc.HistoryItem
@@ -228,20 +247,29 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 			results[m.ToolCallID] = m
 		}
 	}
-	turn := 0
-	for _, m := range msgs {
+	// Each message carries the turn it joined, as the agent recorded it: a steering message, a
+	// nudge of the loop or a compaction's summary belongs to the turn it was sent in, so the IDs
+	// are the ones the live updates carry. Only a message whose turn is unknown (a journal
+	// written before compactions recorded turns) falls back to counting prompts.
+	var cur string
+	for i, m := range msgs {
+		switch {
+		case i < len(turns) && turns[i] != "":
+			cur = turns[i]
+		case m.Role == agent.RoleUser:
+			n, _ := strconv.Atoi(strings.TrimPrefix(cur, "t"))
+			cur = "t" + strconv.Itoa(n+1)
+		}
 		switch m.Role {
 		case agent.RoleUser:
-			turn++
-			out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: "t" + strconv.Itoa(turn), Text: m.Content})
+			out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: cur, Text: m.Content})
 		case agent.RoleAssistant:
 			if m.Content != "" || m.Thinking != "" {
-				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: "t" + strconv.Itoa(turn), Text: m.Content, Thinking: m.Thinking})
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: cur, Text: m.Content, Thinking: m.Thinking})
 			}
 			for _, call := range m.ToolCalls {
 				if info := live[call.ID]; info != nil {
-					info.Progress = "" // a delta, already sent to the editors attached then
-					out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
+					out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: cur, ToolCall: info})
 					continue
 				}
 				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: rpc.StatusCompleted, Arguments: call.Arguments,
@@ -256,7 +284,7 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 					// this one is of the running batch and not started yet.
 					info.Status = rpc.StatusPending
 				}
-				out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: "t" + strconv.Itoa(turn), ToolCall: info})
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: cur, ToolCall: info})
 			}
 		}
 	}
@@ -264,9 +292,15 @@ func (ls *liveSession) history() []rpc.HistoryItem {
 }
 
 // sink converts agent events to session/update notifications for every attached editor.
+// The editors an update goes to are read with the update (updates), so an editor attaching
+// meanwhile gets a chunk of output either in its history or as an update (attach).
 func (ls *liveSession) sink(e agent.Event) {
-	for _, u := range ls.updates(e) {
-		ls.broadcast(u)
+	us, clients := ls.updates(e)
+	for _, u := range us {
+		u.SessionID = ls.h.ID()
+		for _, c := range clients {
+			c.out.push(u)
+		}
 	}
 }
 
@@ -277,17 +311,30 @@ func (ls *liveSession) broadcast(u rpc.SessionUpdateParams) {
 	}
 }
 
-// updates maps one event to wire updates.
-func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
+// updates maps one event to wire updates, and returns the editors attached meanwhile.
+func (ls *liveSession) updates(e agent.Event) ([]rpc.SessionUpdateParams, []*client) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	us := ls.updatesLocked(e)
+	if len(us) == 0 {
+		return nil, nil
+	}
+	clients := make([]*client, 0, len(ls.clients))
+	for c := range ls.clients {
+		clients = append(clients, c)
+	}
+	return us, clients
+}
+
+// updatesLocked maps one event to wire updates. ls.mu held.
+func (ls *liveSession) updatesLocked(e agent.Event) []rpc.SessionUpdateParams {
 	ls.updated = time.Now()
 	up := func(turn string, u rpc.Update) rpc.SessionUpdateParams {
 		return rpc.SessionUpdateParams{TurnID: turn, Update: u}
 	}
 	switch e := e.(type) {
 	case agent.TurnStart:
-		ls.turn, ls.calls = e.TurnID, map[string]*rpc.ToolCallInfo{}
+		ls.turn, ls.calls, ls.output = e.TurnID, map[string]*rpc.ToolCallInfo{}, nil
 		ls.token = "agentd/" + ls.h.ID() + "/" + e.TurnID
 		ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressBegin, message: "Thinking…"})
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnStarted}),
@@ -336,6 +383,15 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 			info.Preview = previewInfo(e.Preview)
 		case e.Progress != nil:
 			info.Status, info.Progress = rpc.StatusRunning, e.Progress.Text
+			if ls.output == nil {
+				ls.output = map[string]*outputTail{}
+			}
+			o := ls.output[e.CallID]
+			if o == nil {
+				o = &outputTail{}
+				ls.output[e.CallID] = o
+			}
+			o.add(e.Progress.Text)
 		case e.Activity != "":
 			info.Status, info.Activity = rpc.StatusRunning, e.Activity
 			ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressReport, message: e.Activity})
@@ -352,6 +408,7 @@ func (ls *liveSession) updates(e agent.Event) []rpc.SessionUpdateParams {
 		// Kept until the next turn: the history gets the batch's results only at its end, and an
 		// editor attaching meanwhile must see this call ended (history).
 		info.Status, info.Progress = rpc.StatusCompleted, ""
+		delete(ls.output, e.CallID) // the result carries the output now
 		if e.Result.IsError {
 			info.Status = rpc.StatusFailed
 		}
@@ -466,6 +523,42 @@ func (q *progressQueue) send(ls *liveSession, e progressEvent) {
 	if e.kind == rpc.ProgressEnd {
 		q.token, q.created = "", nil
 	}
+}
+
+// maxReplayedOutput bounds the output of a running call kept for editors that attach while it
+// runs: the last 64 KiB, what the editors keep of a call's output too.
+const maxReplayedOutput = 64 << 10
+
+// outputTail keeps the last maxReplayedOutput bytes a running call streamed and counts the bytes
+// cut before them. It holds up to twice that, so cutting copies once per maxReplayedOutput bytes.
+type outputTail struct {
+	buf []byte
+	cut int64
+}
+
+func (o *outputTail) add(s string) {
+	o.buf = append(o.buf, s...)
+	if len(o.buf) > 2*maxReplayedOutput {
+		drop := len(o.buf) - maxReplayedOutput
+		o.cut += int64(drop)
+		o.buf = append(o.buf[:0], o.buf[drop:]...)
+	}
+}
+
+// text is the kept output, starting at a character boundary, after a line that says how much
+// earlier output is not shown.
+func (o *outputTail) text() string {
+	b, cut := o.buf, o.cut
+	if over := len(b) - maxReplayedOutput; over > 0 {
+		b, cut = b[over:], cut+int64(over)
+	}
+	if cut == 0 {
+		return string(b)
+	}
+	for len(b) > 0 && !utf8.RuneStart(b[0]) {
+		b, cut = b[1:], cut+1
+	}
+	return fmt.Sprintf("[… %d earlier bytes of output not shown …]\n%s", cut, b)
 }
 
 func cloneCall(c *rpc.ToolCallInfo) *rpc.ToolCallInfo {

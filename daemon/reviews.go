@@ -28,6 +28,8 @@ type review struct {
 
 	mu       sync.Mutex
 	resolved bool
+	// states are the editors' per-hunk decisions so far (review/hunkState): decided hunks only.
+	states map[string]rpc.HunkState
 }
 
 // settle resolves the review once: the first answer wins. It tells every attached editor.
@@ -45,6 +47,9 @@ func (r *review) settle(a harness.Answer, outcome, by string) bool {
 	delete(ls.pending, r.params.ReviewID)
 	ls.mu.Unlock()
 	note := rpc.ReviewResolvedParams{ReviewID: r.params.ReviewID, SessionID: ls.h.ID(), Outcome: outcome, By: by}
+	if a.Decision == harness.AnswerAccept || a.Decision == harness.AnswerReject {
+		note.HunkReasons = a.HunkReasons
+	}
 	if a.Decision == harness.AnswerAccept {
 		note.Hunks = a.Hunks
 		if note.Hunks == nil && r.params.File != nil {
@@ -346,8 +351,88 @@ func (ls *liveSession) pendingReviews() []rpc.ReviewRequestedParams {
 	defer ls.mu.Unlock()
 	out := []rpc.ReviewRequestedParams{}
 	for _, r := range ls.pending {
-		out = append(out, r.params)
+		p := r.params
+		r.mu.Lock()
+		if len(r.states) > 0 {
+			p.HunkStates = maps.Clone(r.states)
+		}
+		r.mu.Unlock()
+		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b rpc.ReviewRequestedParams) int { return strings.Compare(a.ReviewID, b.ReviewID) })
 	return out
+}
+
+// reviewHunkState records an editor's per-hunk decisions on a pending file review and relays the
+// review's decided hunks to the session's other reviewing editors. It decides nothing: only
+// review/decide settles the review. Everything is checked before anything changes.
+func (c *client) reviewHunkState(params []byte) (any, error) {
+	var p rpc.ReviewHunkStateParams
+	if err := rpc.DecodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	if p.ReviewID == "" {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "reviewId is required")
+	}
+	if len(p.Hunks) == 0 {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunks is empty: nothing to change")
+	}
+	c.srv.mu.Lock()
+	r := c.srv.reviews[p.ReviewID]
+	c.srv.mu.Unlock()
+	if r == nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown review %s", p.ReviewID)
+	}
+	ls := r.ls
+	ls.mu.Lock()
+	attached := ls.clients[c]
+	ls.mu.Unlock()
+	if !attached {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "review %s belongs to a session this connection is not attached to", p.ReviewID)
+	}
+	if r.params.File == nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "review %s is not a file change: it has no hunks", p.ReviewID)
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.Hunks)) {
+		st := p.Hunks[id]
+		if !slices.ContainsFunc(r.params.File.Hunks, func(h rpc.Hunk) bool { return h.ID == id }) {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "review %s has no hunk %q", p.ReviewID, id)
+		}
+		switch st.State {
+		case rpc.HunkPending, rpc.HunkAccepted:
+			if st.Reason != "" {
+				return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunk %q: a reason goes with a rejected hunk, not %q", id, st.State)
+			}
+		case rpc.HunkRejected:
+			if st.Reason != "" && strings.TrimSpace(st.Reason) == "" {
+				return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunk %q: the reason is blank: leave it out", id)
+			}
+		default:
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "hunk %q: unknown state %q (want pending, accepted or rejected)", id, st.State)
+		}
+	}
+	// Under r.mu: a settle cannot slip between the check and the relay, and relays of concurrent
+	// changes reach every editor in the order they were applied.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.resolved {
+		return nil, rpc.Errorf(rpc.CodeReviewResolved, "review %s is already resolved", p.ReviewID)
+	}
+	if r.states == nil {
+		r.states = map[string]rpc.HunkState{}
+	}
+	for id, st := range p.Hunks {
+		if st.State == rpc.HunkPending {
+			delete(r.states, id)
+		} else {
+			r.states[id] = st
+		}
+	}
+	note := rpc.ReviewHunkStatesParams{ReviewID: p.ReviewID, SessionID: ls.h.ID(), Hunks: maps.Clone(r.states)}
+	for _, o := range ls.clientsSnapshot() {
+		if o != c && o.reviews() {
+			o.out.pushRaw(rpc.MethodReviewHunkStates, note)
+		}
+	}
+	return rpc.ReviewHunkStateResult{Hunks: maps.Clone(r.states)}, nil
 }

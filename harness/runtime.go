@@ -621,7 +621,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	cp := h.checkpoints
 	cfg := agent.SessionConfig{
 		ID: h.settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,
-		Journal: h.journal, Facts: h.facts(), History: h.Replayed.History, Turns: len(h.Replayed.Turns),
+		Journal: h.journal, Facts: h.facts(), History: h.Replayed.History, HistoryTurns: h.Replayed.HistoryTurns, Turns: len(h.Replayed.Turns),
 		Kernel: agent.Config{
 			Registry:   h.registry,
 			Gate:       gate,

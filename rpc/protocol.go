@@ -37,12 +37,16 @@ const (
 	MethodModelList      = "model/list"
 	MethodReviewDecide   = "review/decide"
 	MethodReviewList     = "review/list"
-	MethodGrantList      = "grant/list"
-	MethodGrantRevoke    = "grant/revoke"
-	MethodDaemonStatus   = "daemon/status"
-	MethodTurnList       = "turn/list"
-	MethodTurnChanges    = "turn/changes"
-	MethodTurnUndo       = "turn/undo"
+	// MethodReviewHunkState records an editor's per-hunk decisions of a pending file review (a
+	// hunk accepted or rejected, with its reason, or back to pending) before the file is settled;
+	// the daemon relays them to the session's other editors with review/hunkStates.
+	MethodReviewHunkState = "review/hunkState"
+	MethodGrantList       = "grant/list"
+	MethodGrantRevoke     = "grant/revoke"
+	MethodDaemonStatus    = "daemon/status"
+	MethodTurnList        = "turn/list"
+	MethodTurnChanges     = "turn/changes"
+	MethodTurnUndo        = "turn/undo"
 	// MethodMCPProposals lists the MCP servers a workspace proposes and their state.
 	MethodMCPProposals = "mcp/proposals"
 	// MethodMCPApprove approves one proposed MCP server's exact definition (what
@@ -60,6 +64,9 @@ const (
 	MethodReviewRequested = "review/requested"
 	// MethodReviewResolved tells every attached editor that a review is settled (notification).
 	MethodReviewResolved = "review/resolved"
+	// MethodReviewHunkStates tells the other editors of a session the per-hunk decisions of a
+	// pending review after one editor changed them (notification).
+	MethodReviewHunkStates = "review/hunkStates"
 	// MethodDocumentSave asks the editor to save a document agentd just edited through
 	// workspace/applyEdit, so that commands see the change on disk (request).
 	MethodDocumentSave = "document/save"
@@ -152,6 +159,7 @@ var Methods = []MethodInfo{
 	req[ModelListParams, ModelListResult](MethodModelList, ClientToServer),
 	req[ReviewDecideParams, ReviewDecideResult](MethodReviewDecide, ClientToServer),
 	req[ReviewListParams, ReviewListResult](MethodReviewList, ClientToServer),
+	req[ReviewHunkStateParams, ReviewHunkStateResult](MethodReviewHunkState, ClientToServer),
 	req[GrantListParams, GrantListResult](MethodGrantList, ClientToServer),
 	req[GrantRevokeParams, GrantRevokeResult](MethodGrantRevoke, ClientToServer),
 	req[DaemonStatusParams, DaemonStatusResult](MethodDaemonStatus, ClientToServer),
@@ -163,6 +171,7 @@ var Methods = []MethodInfo{
 	note[SessionUpdateParams](MethodSessionUpdate, ServerToClient),
 	note[ReviewRequestedParams](MethodReviewRequested, ServerToClient),
 	note[ReviewResolvedParams](MethodReviewResolved, ServerToClient),
+	note[ReviewHunkStatesParams](MethodReviewHunkStates, ServerToClient),
 	req[DocumentSaveParams, DocumentSaveResult](MethodDocumentSave, ServerToClient),
 	req[DocumentDiagnosticsParams, DocumentDiagnosticsResult](MethodDocumentDiagnostics, ServerToClient),
 
@@ -542,7 +551,8 @@ type ToolCallInfo struct {
 	Arguments json.RawMessage `json:"arguments,omitzero"`
 	Activity  string          `json:"activity,omitzero"`
 	Preview   *PreviewInfo    `json:"preview,omitzero"`
-	// Progress is the latest output chunk of a running call.
+	// Progress is a running call's output: the latest chunk in a live update; in session/attach's
+	// history, the output so far (its last 64 KiB, after a line saying how many bytes were cut).
 	Progress string      `json:"progress,omitzero"`
 	Result   *ResultInfo `json:"result,omitzero"`
 	// MCP is set when the tool is an MCP server's: which server and which of its tools.
@@ -630,6 +640,9 @@ type ReviewRequestedParams struct {
 	Scopes []GrantScope `json:"scopes"`
 	// TimeoutMs is how long the daemon waits before rejecting (0: no timeout).
 	TimeoutMs int64 `json:"timeoutMs,omitzero"`
+	// HunkStates are the per-hunk decisions editors already made on this file review (hunk ID →
+	// state; a hunk not listed is pending). Set in session/attach's pendingReviews and review/list.
+	HunkStates map[string]HunkState `json:"hunkStates,omitzero"`
 }
 
 // FileReview is a proposed file change.
@@ -743,6 +756,45 @@ type ReviewResolvedParams struct {
 	By string `json:"by"`
 	// Hunks are the accepted hunk IDs of an accepted edit.
 	Hunks []string `json:"hunks,omitzero"`
+	// HunkReasons are the final decision's reasons for rejected hunks (hunk ID → reason).
+	HunkReasons map[string]string `json:"hunkReasons,omitzero"`
+}
+
+// Hunk decision states (HunkState.state).
+const (
+	HunkPending  = "pending"
+	HunkAccepted = "accepted"
+	HunkRejected = "rejected"
+)
+
+// HunkState is an editor's decision on one hunk before its file is settled. Reason goes only with
+// "rejected"; "pending" undoes an earlier decision.
+type HunkState struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitzero"`
+}
+
+// ReviewHunkStateParams changes the per-hunk decisions of a pending file review (the listed
+// hunks only; the others keep their state). Unknown review or hunk, a review that is not a file
+// change, an unknown state or a reason with a state other than "rejected" are invalid params;
+// a settled review is CodeReviewResolved.
+type ReviewHunkStateParams struct {
+	ReviewID string               `json:"reviewId"`
+	Hunks    map[string]HunkState `json:"hunks"`
+}
+
+// ReviewHunkStateResult is the review's per-hunk decisions after the change (a hunk not listed is
+// pending).
+type ReviewHunkStateResult struct {
+	Hunks map[string]HunkState `json:"hunks"`
+}
+
+// ReviewHunkStatesParams tells an editor the per-hunk decisions of a pending review after another
+// editor of the session changed them: every decided hunk (a hunk not listed is pending).
+type ReviewHunkStatesParams struct {
+	ReviewID  string               `json:"reviewId"`
+	SessionID string               `json:"sessionId"`
+	Hunks     map[string]HunkState `json:"hunks"`
 }
 
 type GrantListParams struct {
@@ -1001,6 +1053,8 @@ var Enums = []Enum{
 	{"By", []string{"ReviewResolvedParams.by"}, []EnumValue{
 		{"Editor", ByEditor}, {"Grant", ByGrant}, {"Timeout", ByTimeout}, {"Disconnect", ByDisconnect},
 		{"TurnEnded", ByTurnEnded}}},
+	{"HunkState", []string{"HunkState.state"}, []EnumValue{
+		{"Pending", HunkPending}, {"Accepted", HunkAccepted}, {"Rejected", HunkRejected}}},
 	{"Decision", []string{"Decision.type"}, []EnumValue{
 		{"Accept", DecisionAccept}, {"AcceptForSession", DecisionAcceptForSession}, {"Reject", DecisionReject},
 		{"CancelTurn", DecisionCancelTurn}}},

@@ -23,7 +23,7 @@ func init() {
 		SessionSetModeParams{}, SessionSetModeResult{}, ModelListParams{}, ModelListResult{},
 		DaemonStatusParams{}, DaemonStatusResult{}, SessionUpdateParams{},
 		ReviewRequestedParams{}, ReviewDecideParams{}, ReviewDecideResult{}, ReviewListParams{},
-		ReviewListResult{}, ReviewResolvedParams{}, GrantListParams{}, GrantListResult{},
+		ReviewListResult{}, ReviewResolvedParams{}, ReviewHunkStateParams{}, ReviewHunkStateResult{}, ReviewHunkStatesParams{}, GrantListParams{}, GrantListResult{},
 		GrantRevokeParams{}, GrantRevokeResult{}, DocumentSaveParams{}, DocumentSaveResult{},
 		DocumentDiagnosticsParams{}, DocumentDiagnosticsResult{},
 		TurnListParams{}, TurnListResult{}, TurnChangesParams{}, TurnChangesResult{}, TurnUndoParams{}, TurnUndoResult{},

@@ -101,7 +101,7 @@ var enumPrefix = map[string]string{
 	"UpdateType": "Update", "Reason": "Reason", "Status": "Status", "History": "History", "Review": "Review",
 	"Outcome": "Outcome", "By": "By", "Decision": "Decision", "Scope": "Scope", "Mode": "Mode",
 	"Result": "Result", "Progress": "Progress", "Message": "Message", "Severity": "Severity", "Context": "Context",
-	"Proposal": "Proposal",
+	"Proposal": "Proposal", "HunkState": "Hunk",
 }
 
 // TestEnumsListEveryConstant: each enum lists exactly the constants of its group, under their

@@ -1,14 +1,12 @@
 // agentd for VS Code: renders and forwards. The daemon does the work (see docs/protocol.md).
 import { MentionResolver } from "./mentionsHost";
 import * as fs from "node:fs";
-import * as path from "node:path";
 import * as vscode from "vscode";
 import { ChatViewProvider } from "./chat/view";
 import { RESTART_SETTINGS } from "./config";
 import { bundledDaemon } from "./daemon/args";
 import { DaemonClient } from "./daemon/client";
 import { registerDiagnostics } from "./diagnostics";
-import { HunkSync } from "./hunkSync";
 import { McpProposals } from "./mcp";
 import { ChangesView } from "./review/changes";
 import { ReviewManager } from "./review/manager";
@@ -52,14 +50,10 @@ export function activate(context: vscode.ExtensionContext) {
 	const reviews = new ReviewManager(daemon, log);
 	const mcpProposals = new McpProposals(daemon, log);
 	// Hunks decided in one window show as decided in the others on the same review.
-	const hunkSync =
-		context.globalStorageUri.scheme === "file" ? new HunkSync(path.join(context.globalStorageUri.fsPath, "hunk-states"), log, (k, st) => reviews.applySharedStates(k, st)) : undefined;
-	reviews.shared = hunkSync;
 	const chat = new ChatViewProvider(context.extensionUri, session, reviews, log, mentions);
 	const changes = new ChangesView(daemon, session, log);
 	const status = new StatusBar(session);
 
-	if (hunkSync) context.subscriptions.push(hunkSync);
 	context.subscriptions.push(
 		mentions,
 		channel,

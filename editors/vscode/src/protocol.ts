@@ -22,6 +22,7 @@ export const Method = {
 	ModelList: "model/list",
 	ReviewDecide: "review/decide",
 	ReviewList: "review/list",
+	ReviewHunkState: "review/hunkState",
 	GrantList: "grant/list",
 	GrantRevoke: "grant/revoke",
 	DaemonStatus: "daemon/status",
@@ -34,6 +35,7 @@ export const Method = {
 	SessionUpdate: "session/update",
 	ReviewRequested: "review/requested",
 	ReviewResolved: "review/resolved",
+	ReviewHunkStates: "review/hunkStates",
 	DocumentSave: "document/save",
 	DocumentDiagnostics: "document/diagnostics",
 } as const;
@@ -63,6 +65,7 @@ export const Methods: readonly MethodInfo[] = [
 	{ name: Method.ModelList, direction: "client→server", request: true },
 	{ name: Method.ReviewDecide, direction: "client→server", request: true },
 	{ name: Method.ReviewList, direction: "client→server", request: true },
+	{ name: Method.ReviewHunkState, direction: "client→server", request: true },
 	{ name: Method.GrantList, direction: "client→server", request: true },
 	{ name: Method.GrantRevoke, direction: "client→server", request: true },
 	{ name: Method.DaemonStatus, direction: "client→server", request: true },
@@ -74,6 +77,7 @@ export const Methods: readonly MethodInfo[] = [
 	{ name: Method.SessionUpdate, direction: "server→client", request: false },
 	{ name: Method.ReviewRequested, direction: "server→client", request: false },
 	{ name: Method.ReviewResolved, direction: "server→client", request: false },
+	{ name: Method.ReviewHunkStates, direction: "server→client", request: false },
 	{ name: Method.DocumentSave, direction: "server→client", request: true },
 	{ name: Method.DocumentDiagnostics, direction: "server→client", request: true },
 ];
@@ -398,6 +402,8 @@ export interface ReviewRequestedParams {
 	mcp?: MCPCall;
 	scopes: GrantScope[];
 	timeoutMs?: number;
+	/** The per-hunk decisions editors already made (session/attach, review/list); a hunk not listed is pending. */
+	hunkStates?: Record<string, HunkState>;
 }
 
 export interface FileReview {
@@ -483,6 +489,29 @@ export interface ReviewResolvedParams {
 	outcome: "accepted" | "rejected" | "cancelled" | string;
 	by: "editor" | "grant" | "timeout" | "disconnect" | "turnEnded" | string;
 	hunks?: string[];
+	/** The final decision's reasons for rejected hunks. */
+	hunkReasons?: Record<string, string>;
+}
+
+/** An editor's decision on one hunk before its file is settled (review/hunkState). */
+export interface HunkState {
+	state: "pending" | "accepted" | "rejected";
+	/** Only with "rejected". */
+	reason?: string;
+}
+/** Changes the listed hunks' states of a pending file review (-32602 when invalid). */
+export interface ReviewHunkStateParams {
+	reviewId: string;
+	hunks: Record<string, HunkState>;
+}
+export interface ReviewHunkStateResult {
+	hunks: Record<string, HunkState>;
+}
+/** Another editor changed a pending review's hunk states: every decided hunk (the others are pending). */
+export interface ReviewHunkStatesParams {
+	reviewId: string;
+	sessionId: string;
+	hunks: Record<string, HunkState>;
 }
 
 // ---- Grants ----
@@ -546,6 +575,7 @@ export interface RequestTypes {
 	"model/list": [ModelListParams, ModelListResult];
 	"review/decide": [ReviewDecideParams, ReviewDecideResult];
 	"review/list": [ReviewListParams, ReviewListResult];
+	"review/hunkState": [ReviewHunkStateParams, ReviewHunkStateResult];
 	"grant/list": [GrantListParams, GrantListResult];
 	"grant/revoke": [GrantRevokeParams, GrantRevokeResult];
 	"daemon/status": [DaemonStatusParams, DaemonStatusResult];

@@ -266,6 +266,31 @@ test("history of a running turn keeps a call waiting for its review waiting, unt
 	assert.equal(s.awaiting.size, 0);
 });
 
+test("history of a running command shows its output so far, and the output that follows appends to it", () => {
+	const session: SessionInfo = {
+		sessionId: SID,
+		title: "t",
+		workspaceFolder: "file:///w",
+		model: "m",
+		approvalMode: "ask",
+		createdAt: "",
+		updatedAt: "",
+		turns: 1,
+		running: true,
+		attached: 2,
+	};
+	const s = fromHistory(session, [
+		{ type: "user", turnId: "t1", text: "Run the tests" },
+		{ type: "tool", turnId: "t1", toolCall: { callId: "b1", tool: "bash", label: "go test ./...", status: "running", progress: "=== RUN TestA\n--- PASS: TestA\n" } },
+	]);
+	const bash = () => snapshot(s).find((i) => i.kind === "tool") as ToolItem;
+	assert.equal(bash().status, "running");
+	assert.equal(bash().output, "=== RUN TestA\n--- PASS: TestA\n");
+	const out = feed(s, [[5, "t1", { type: "toolCallUpdated", toolCall: { callId: "b1", tool: "bash", label: "go test ./...", status: "running", progress: "=== RUN TestB\n" } }]]);
+	assert.equal(bash().output, "=== RUN TestA\n--- PASS: TestA\n=== RUN TestB\n");
+	assert.deepEqual(out, [{ op: "append", id: bash().id, field: "output", text: "=== RUN TestB\n" }]);
+});
+
 test("coalesceChanges merges consecutive appends to one field", () => {
 	const merged = coalesceChanges([
 		{ op: "append", id: "a", field: "text", text: "x" },

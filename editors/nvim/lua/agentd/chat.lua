@@ -537,6 +537,21 @@ local function error_lines(info)
   return out
 end
 
+-- Output kept per tool call, as VS Code keeps: the last 64 KiB, from a line start when one is near.
+local MAX_OUTPUT = 64 * 1024
+
+local function keep_tail(s)
+  if #s <= MAX_OUTPUT then
+    return s
+  end
+  local t = s:sub(#s - MAX_OUTPUT + 1)
+  local nl = t:find("\n", 1, true)
+  if nl and nl < 4096 then
+    t = t:sub(nl + 1)
+  end
+  return "[…]\n" .. t
+end
+
 local function render_tool(info)
   local t = S.tools[info.callId]
   if not t then
@@ -548,9 +563,14 @@ local function render_tool(info)
     t.mark = vim.api.nvim_buf_set_extmark(S.log, M.ns, row, 0, {})
     S.tools[info.callId] = t
   else
-    -- merge: updates carry the fields that changed
+    -- merge: updates carry the fields that changed; progress is a chunk of output, appended to
+    -- the output so far (the history's tail for a call that ran before this editor attached)
     for k, v in pairs(info) do
-      t.info[k] = v
+      if k == "progress" and type(v) == "string" and type(t.info.progress) == "string" then
+        t.info.progress = keep_tail(t.info.progress .. v)
+      else
+        t.info[k] = v
+      end
     end
   end
   local pos = vim.api.nvim_buf_get_extmark_by_id(S.log, M.ns, t.mark, {})

@@ -218,6 +218,9 @@ local function handlers()
   h[protocol.notification.review_resolved] = function(err, params, ctx)
     review().on_resolved(err, params, ctx)
   end
+  h[protocol.notification.review_hunk_states] = function(err, params, ctx)
+    review().on_hunk_states(err, params, ctx)
+  end
   h[protocol.server_request.document_save] = M.on_document_save
   h[protocol.server_request.document_diagnostics] = require("agentd.diagnostics").on_request
   -- User-facing errors carry their fix; show them with vim.notify.

@@ -20,6 +20,7 @@ M.request = {
   model_list = "model/list",
   review_decide = "review/decide",
   review_list = "review/list",
+  review_hunk_state = "review/hunkState",
   grant_list = "grant/list",
   grant_revoke = "grant/revoke",
   daemon_status = "daemon/status",
@@ -35,6 +36,7 @@ M.notification = {
   session_update = "session/update",
   review_requested = "review/requested",
   review_resolved = "review/resolved",
+  review_hunk_states = "review/hunkStates",
 }
 
 -- Server -> client requests (the handler must return a result synchronously).

@@ -550,6 +550,71 @@ local function show_edit(r)
     #r.hunks == 1 and "" or "s"))
 end
 
+-- Per-hunk decisions shared with the session's other editors ----------------------------------
+
+--- Takes the per-hunk decisions of the session's other editors (review/hunkStates, or a pending
+--- review's hunkStates at attach): every decided hunk, so a hunk not listed is pending again.
+--- Unknown hunks and states are ignored. Returns whether anything changed.
+local function apply_states(r, hunks)
+  if type(hunks) ~= "table" then
+    hunks = {}
+  end
+  local changed = false
+  for _, h in ipairs(r.hunks) do
+    local got = hunks[h.id]
+    local status = "pending"
+    if type(got) == "table" and (got.state == "accepted" or got.state == "rejected") then
+      status = got.state
+    end
+    local reason = nil
+    if status == "rejected" and type(got.reason) == "string" and vim.trim(got.reason) ~= "" then
+      reason = vim.trim(got.reason)
+    end
+    if h.status ~= status then
+      h.status = status
+      h.seq = nil -- decided elsewhere: this editor's undo takes its own decisions first
+      changed = true
+    end
+    if h.reason ~= reason then
+      h.reason = reason
+      changed = true
+    end
+  end
+  return changed
+end
+
+--- Sends this editor's per-hunk decisions of a review that is not settled yet (review/hunkState):
+--- the daemon relays them to the session's other editors. Every hunk is sent, the pending ones
+--- as "pending", so an undo reaches the others too. Failing to share decides nothing.
+local function share(r)
+  if r.sent or #r.hunks == 0 or r.diff_buf then
+    return
+  end
+  local hunks = {}
+  for _, h in ipairs(r.hunks) do
+    hunks[h.id] = { state = h.status, reason = h.status == "rejected" and h.reason or nil }
+  end
+  client.request(protocol.request.review_hunk_state, { reviewId = r.id, hunks = hunks }, function(err)
+    if err and err.code ~= protocol.error.review_resolved and err.code ~= protocol.error.unknown_review then
+      util.warn("hunk decisions not shared with the other editors: " .. util.err_text(err))
+    end
+  end)
+end
+
+function M.on_hunk_states(_, params)
+  if type(params) ~= "table" then
+    return
+  end
+  local r = M.reviews[params.reviewId]
+  if not r or r.sent or (params.sessionId and r.params.sessionId ~= params.sessionId) then
+    return
+  end
+  if apply_states(r, params.hunks) then
+    refresh(r)
+    pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+  end
+end
+
 -- Notifications ------------------------------------------------------------------------------
 
 function M.on_requested(_, params)
@@ -566,6 +631,8 @@ function M.on_requested(_, params)
     for i, hk in ipairs(params.file.hunks or {}) do
       r.hunks[i] = { index = i, id = hk.id, hunk = hk, status = "pending", marks = {} }
     end
+    -- Hunks decided already in another editor of the session (attached mid-review).
+    apply_states(r, params.hunkStates)
     show_edit(r)
   else
     require("agentd.approval").enqueue(r)
@@ -678,6 +745,7 @@ local function maybe_submit(r)
   end
   if pending > 0 then
     refresh(r)
+    share(r)
     return
   end
   local why = M.hunk_reasons(r)
@@ -692,9 +760,10 @@ local function maybe_submit(r)
     ask_reason(function(reason)
       if reason == false then
         for _, h in ipairs(r.hunks) do
-          h.status, h.seq = "pending", nil
+          h.status, h.seq, h.reason = "pending", nil, nil
         end
         refresh(r)
+        share(r)
         return
       end
       M.decide(r, { type = protocol.decision.reject, reason = reason })
@@ -1051,6 +1120,7 @@ function M.undo()
   end
   set_status(target, "pending")
   refresh(target_r)
+  share(target_r)
   if not target_r.diff_buf then
     local r0 = hunk_row(bufnr, target)
     jump({ row = math.max(r0, 0), top = r0 < 0, added = #(target.hunk.added or {}) })

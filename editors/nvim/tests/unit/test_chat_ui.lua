@@ -133,6 +133,24 @@ H.test("history is rendered on reset", function()
   H.contains(text, "Because.", "assistant")
 end)
 
+H.test("a running command's output from the history is kept, and later output appends to it", function()
+  chat.reset({ sessionId = "s-3", title = "run", model = "m", approvalMode = "ask" }, {
+    { type = "user", turnId = "t1", text = "Run the tests" },
+    { type = "tool", turnId = "t1", toolCall = { callId = "b1", tool = "bash", label = "go test ./...", status = "running",
+      progress = "=== RUN TestA\n--- PASS: TestA\n" } },
+  })
+  log_text()
+  local _, row = next(vim.tbl_filter(function(r) return chat.tool_at(r) ~= nil end, vim.fn.range(0, #chat.lines() - 1)))
+  H.ok(row ~= nil, "the command's line is in the log")
+  H.contains(table.concat(chat.details_lines(chat.tool_at(row)), "\n"), "--- PASS: TestA", "output from the history")
+  session.current = { sessionId = "s-3", title = "run", model = "m", approvalMode = "ask" }
+  session.on_update(nil, { sessionId = "s-3", turnId = "t1", seq = 1, update = { type = "toolCallUpdated",
+    toolCall = { callId = "b1", tool = "bash", label = "go test ./...", status = "running", progress = "=== RUN TestB\n" } } })
+  log_text()
+  local details = table.concat(chat.details_lines(chat.tool_at(row)), "\n")
+  H.contains(details, "=== RUN TestA\n--- PASS: TestA\n=== RUN TestB", "the output so far, in order")
+end)
+
 H.test("submitting the prompt box sends session/prompt", function()
   local client = require("agentd.client")
   local sent = {}

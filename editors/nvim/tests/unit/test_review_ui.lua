@@ -8,7 +8,25 @@ local client = require("agentd.client")
 local review = require("agentd.review")
 
 local sent = {}
+-- review/hunkState (per-hunk decisions shared with the other editors) is recorded apart: `sent`
+-- holds the decisions.
+local shared = {}
+local function share(method, params, cb)
+  if method ~= "review/hunkState" then
+    return false
+  end
+  table.insert(shared, params)
+  if cb then
+    vim.schedule(function()
+      cb(nil, { hunks = {} })
+    end)
+  end
+  return true
+end
 client.request = function(method, params, cb)
+  if share(method, params, cb) then
+    return
+  end
   table.insert(sent, { method = method, params = params })
   if cb then
     vim.schedule(function()
@@ -138,8 +156,11 @@ end)
 
 H.test("accept one hunk, reject the other: one review/decide with the accepted hunk", function()
   vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- inside hunk A (second line)
+  shared = {}
   vim.cmd("AgentAccept")
   H.eq(#sent, 0, "nothing sent while a hunk is undecided")
+  H.eq(shared, { { reviewId = "r-1", hunks = { hA = { state = "accepted" }, hB = { state = "pending" } } } },
+    "the hunk decision shared with the other editors (review/hunkState)")
   H.contains(marks()[1][4].virt_text[1][1], "✓ accepted", "accepted hunk is labelled")
   H.contains(H.screen(), "✓ line 5", "accepted hunk shows the ✓ sign")
   vim.api.nvim_win_set_cursor(0, { 10, 0 })
@@ -301,6 +322,9 @@ end)
 H.test('review.open = "split" shows the file in a split and keeps the focus', function()
   require("agentd").setup({ cmd = { "true" }, review = { open = "split" } })
   client.request = function(method, p, cb)
+    if share(method, p, cb) then
+      return
+    end
     table.insert(sent, { method = method, params = p })
     if cb then
       vim.schedule(function()
@@ -503,6 +527,9 @@ end)
 H.test("an already settled review (-32804) is cleared without an error", function()
   sent = {}
   client.request = function(method, p, cb)
+    if share(method, p, cb) then
+      return
+    end
     table.insert(sent, { method = method, params = p })
     vim.schedule(function()
       cb({ code = -32804, message = "review already resolved" }, nil)

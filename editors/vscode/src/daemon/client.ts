@@ -25,6 +25,7 @@ import {
 	type RequestTypes,
 	type ReviewRequestedParams,
 	type ReviewResolvedParams,
+	type ReviewHunkStatesParams,
 	type ServerInfo,
 	type SessionUpdateParams,
 } from "../protocol";
@@ -62,6 +63,9 @@ export class DaemonClient implements vscode.Disposable {
 	readonly onReviewRequested = this._onReviewRequested.event;
 	private readonly _onReviewResolved = new vscode.EventEmitter<ReviewResolvedParams>();
 	readonly onReviewResolved = this._onReviewResolved.event;
+	private readonly _onReviewHunkStates = new vscode.EventEmitter<ReviewHunkStatesParams>();
+	/** Another editor of the session changed a pending review's per-hunk decisions. */
+	readonly onReviewHunkStates = this._onReviewHunkStates.event;
 
 	/** The daemon's work-done progress (a running turn), by token: the message it last reported. */
 	private readonly progress = new Map<string, { next: () => void; params: { kind: string; message?: string }; message?: string }>();
@@ -190,6 +194,7 @@ export class DaemonClient implements vscode.Disposable {
 		client.onNotification(Method.SessionUpdate, (p: SessionUpdateParams) => this._onUpdate.fire(p));
 		client.onNotification(Method.ReviewRequested, (p: ReviewRequestedParams) => this._onReviewRequested.fire(p));
 		client.onNotification(Method.ReviewResolved, (p: ReviewResolvedParams) => this._onReviewResolved.fire(p));
+		client.onNotification(Method.ReviewHunkStates, (p: ReviewHunkStatesParams) => this._onReviewHunkStates.fire(p));
 		client.onRequest(Method.DocumentSave, (p: DocumentSaveParams) => saveDocument(p, this.log));
 		for (const [method, handler] of this.requestHandlers) client.onRequest(method, handler);
 		try {
@@ -295,6 +300,7 @@ export class DaemonClient implements vscode.Disposable {
 		this._onUpdate.dispose();
 		this._onReviewRequested.dispose();
 		this._onReviewResolved.dispose();
+		this._onReviewHunkStates.dispose();
 	}
 }
 

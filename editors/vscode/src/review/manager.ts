@@ -20,6 +20,7 @@ import {
 	Method,
 	type Decision,
 	type GrantScope,
+	type ReviewHunkStatesParams,
 	type ReviewRequestedParams,
 	type ReviewResolvedParams,
 } from "../protocol";
@@ -27,7 +28,7 @@ import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
 import { commandLine, relativeTo, sandboxLabel } from "./format";
 import { mcpTitle, prettyArgs, toastArgs } from "../mcpFormat";
-import { anchorsOf, decisionFor, hunkAt, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
+import { anchorsOf, applyHunkStates, decisionFor, hunkAt, hunkStatesFor, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
 /** The left side of the review's diff: the buffer's text when the diff opened, read-only, undecorated. */
@@ -58,13 +59,6 @@ interface Entry {
 	decidedOrder: string[];
 	/** Edit reviews: the user's reason for a hunk rejected with "Reject with reason…" (sent as hunkReasons). */
 	reasons: Map<string, string>;
-}
-
-/** Where per-hunk decisions are shared with other windows (src/hunkSync.ts). */
-export interface SharedHunks {
-	read(key: ReviewRequestedParams): Record<string, HunkState> | undefined;
-	publish(key: ReviewRequestedParams, states: Record<string, HunkState>): void;
-	forget(key: ReviewRequestedParams): void;
 }
 
 export interface ReviewTiming {
@@ -112,8 +106,6 @@ export class ReviewManager implements vscode.Disposable {
 	readonly timings: ReviewTiming[] = [];
 	/** The review whose decision was made in its editor: the next file's review takes the focus. */
 	private followFocus: string | undefined;
-	/** Per-hunk decisions shared with the other windows (src/hunkSync.ts). */
-	shared: SharedHunks | undefined;
 	private focusNextArrival = false;
 
 	constructor(
@@ -190,6 +182,7 @@ export class ReviewManager implements vscode.Disposable {
 			this.statusItem,
 			daemon.onReviewRequested((p) => this.add(p)),
 			daemon.onReviewResolved((p) => this.resolved(p)),
+			daemon.onReviewHunkStates((p) => this.applyRemoteStates(p)),
 			vscode.window.onDidChangeVisibleTextEditors(() => this.renderAll()),
 			vscode.window.onDidChangeActiveTextEditor(() => {
 				this.focusNextArrival = false;
@@ -242,8 +235,8 @@ export class ReviewManager implements vscode.Disposable {
 			e.uri = vscode.Uri.parse(p.file.uri);
 			e.anchors = anchorsOf(p.file);
 			for (const h of p.file.hunks) e.states.set(h.id, "pending");
-			// Hunks decided already in another window of this review.
-			this.mergeStates(e, this.shared?.read(p) ?? {});
+			// Hunks decided already in another editor of the session (attached mid-review).
+			applyHunkStates(e, p.hunkStates);
 			// The buffer may already differ from the version the proposal was computed on.
 			const doc = vscode.workspace.textDocuments.find((d) => sameUri(d.uri, e.uri!));
 			if (doc && p.file.version && doc.version !== p.file.version) e.changed = true;
@@ -293,7 +286,6 @@ export class ReviewManager implements vscode.Disposable {
 		const e = this.entries.get(reviewId);
 		if (!e) return;
 		this.entries.delete(reviewId);
-		if (e.uri) this.shared?.forget(e.params);
 		this.closeReviewTabs(reviewId);
 		e.closeToast?.();
 		e.closeToast = undefined;
@@ -783,7 +775,7 @@ export class ReviewManager implements vscode.Disposable {
 			await this.decide(e, d);
 			return;
 		}
-		this.shared?.publish(e.params, Object.fromEntries(e.states));
+		this.sendHunkStates(e, [hunkId]);
 		this.update();
 		this.renderAll();
 		this.moveToNextHunk(e);
@@ -818,31 +810,36 @@ export class ReviewManager implements vscode.Disposable {
 		e.states.set(hunkId, "pending");
 		e.reasons.delete(hunkId);
 		e.decidedOrder = e.decidedOrder.filter((x) => x !== hunkId);
-		this.shared?.publish(e.params, Object.fromEntries(e.states));
+		this.sendHunkStates(e, [hunkId]);
 		this.update();
 		this.renderAll();
 	}
 
-	/** Hunk decisions made in another window for a review shown here. */
-	applySharedStates(key: { sessionId: string; reviewId: string; callId: string }, states: Record<string, HunkState>): void {
-		const e = this.entries.get(key.reviewId);
-		if (!e || e.busy || !e.uri || e.params.sessionId !== key.sessionId || e.params.callId !== key.callId) return;
-		if (!this.mergeStates(e, states)) return;
-		this.update();
-		this.renderAll();
+	/**
+	 * Tells the daemon this editor's decision on some hunks before the file is settled; it relays
+	 * them to the session's other editors (review/hunkState). The decision itself is still the
+	 * file's review/decide: a failure here only means the others do not see the hunk decided.
+	 */
+	private sendHunkStates(e: Entry, ids: string[]): void {
+		const hunks = hunkStatesFor(e, ids);
+		this.daemon.request(Method.ReviewHunkState, { reviewId: e.params.reviewId, hunks }).then(
+			() => this.log.info(`review ${e.params.reviewId}: hunk states ${JSON.stringify(hunks)} sent to the other editors`),
+			(err) => {
+				const code = errorCode(err);
+				const settled = code === ErrorCode.ReviewResolved || code === ErrorCode.UnknownReview;
+				(settled ? this.log.info : this.log.warn).call(this.log, `review ${e.params.reviewId}: hunk states not shared: ${errorMessage(err)}`);
+			},
+		);
 	}
 
-	/** Takes the known hunks' states from `states`; whether anything changed. */
-	private mergeStates(e: Entry, states: Record<string, HunkState>): boolean {
-		let changed = false;
-		for (const [id, st] of Object.entries(states)) {
-			if (!e.states.has(id) || e.states.get(id) === st || !["pending", "accepted", "rejected"].includes(st)) continue;
-			e.states.set(id, st);
-			e.decidedOrder = e.decidedOrder.filter((x) => x !== id);
-			if (st !== "pending") e.decidedOrder.push(id);
-			changed = true;
-		}
-		return changed;
+	/** Hunk decisions made in another editor of the session (review/hunkStates), for a review shown here. */
+	private applyRemoteStates(p: ReviewHunkStatesParams): void {
+		const e = this.entries.get(p.reviewId);
+		if (!e || e.busy || !e.uri || e.params.sessionId !== p.sessionId) return;
+		if (!applyHunkStates(e, p.hunks)) return;
+		this.log.info(`review ${p.reviewId}: hunk states from another editor: ${JSON.stringify(p.hunks)}`);
+		this.update();
+		this.renderAll();
 	}
 
 	private moveToNextHunk(e: Entry): void {

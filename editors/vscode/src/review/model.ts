@@ -9,7 +9,7 @@
 // is written until the daemon applies the accepted hunks through workspace/applyEdit (one undo
 // step).
 
-import type { Decision, FileReview, Hunk } from "../protocol";
+import type { Decision, FileReview, Hunk, HunkState as WireHunkState } from "../protocol";
 
 export type HunkState = "pending" | "accepted" | "rejected";
 
@@ -237,4 +237,50 @@ export function hunkStats(hunks: Hunk[]): { added: number; removed: number } {
 		removed += h.removed.length;
 	}
 	return { added, removed };
+}
+
+/** A file review's per-hunk decisions before the file is settled. */
+export interface HunkDecisions {
+	states: Map<string, HunkState>;
+	/** The reason of a rejected hunk that has one. */
+	reasons: Map<string, string>;
+	/** The decided hunks, most recent last (for Undo). */
+	decidedOrder: string[];
+}
+
+/** The wire form (review/hunkState) of some hunks' decisions: state, and a rejected hunk's reason. */
+export function hunkStatesFor(d: HunkDecisions, ids: string[]): Record<string, WireHunkState> {
+	const out: Record<string, WireHunkState> = {};
+	for (const id of ids) {
+		const state = d.states.get(id) ?? "pending";
+		const reason = state === "rejected" ? d.reasons.get(id)?.trim() : undefined;
+		out[id] = reason ? { state, reason } : { state };
+	}
+	return out;
+}
+
+/**
+ * Takes the per-hunk decisions the daemon relays from another editor (review/hunkStates, or a
+ * pending review's hunkStates): every decided hunk, so a known hunk not listed is pending again
+ * (an undo). Unknown hunks and states are ignored. Returns whether anything changed.
+ */
+export function applyHunkStates(d: HunkDecisions, hunks: Record<string, WireHunkState> | undefined): boolean {
+	let changed = false;
+	for (const id of [...d.states.keys()]) {
+		const got = hunks && Object.hasOwn(hunks, id) ? hunks[id] : undefined;
+		const state: HunkState = got && (got.state === "accepted" || got.state === "rejected") ? got.state : "pending";
+		const reason = state === "rejected" && typeof got?.reason === "string" && got.reason.trim() ? got.reason.trim() : undefined;
+		if (d.states.get(id) !== state) {
+			d.states.set(id, state);
+			d.decidedOrder = d.decidedOrder.filter((x) => x !== id);
+			if (state !== "pending") d.decidedOrder.push(id);
+			changed = true;
+		}
+		if (d.reasons.get(id) !== reason) {
+			if (reason) d.reasons.set(id, reason);
+			else d.reasons.delete(id);
+			changed = true;
+		}
+	}
+	return changed;
 }

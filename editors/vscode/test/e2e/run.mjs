@@ -1800,7 +1800,7 @@ async function main() {
 			["dirtyBuffer", dirtyBufferScenario],
 			["diagnostics", (c) => diagnosticsScenario(c, { WS, models, palette, openFile, newSession, send, fakeReset, fakeRequests, waitFor, lens, say })],
 			["mcp", (c) => mcpScenario(c, { WS, RUN, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, waitFor, themedShots, say })],
-			["twoWindows", (c) => twoWindowsScenario(c, { WS, CART, CART_ACCEPTED, script: scripts.review, url: `http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`, MODEL, OUT_DIR, watchBrowser, palette, chatFrame, newSession, send, fakeReset, waitFor, lens, lensRow, editorTab, openFile, say }),
+			["twoWindows", (c) => twoWindowsScenario(c, { WS, CART, CART_ACCEPTED, script: scripts.review, url: `http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`, MODEL, OUT_DIR, watchBrowser, palette, chatFrame, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, lens, lensRow, editorTab, openFile, say }),
 				// Closing window B stops its extension host: VS Code's logger refuses the extension's
 				// last log lines ("Channel has been closed").
 				{ expect: [/Channel has been closed/] }],

@@ -1,16 +1,20 @@
 // Two VS Code windows on one review (issue #13, defect 11): a second browser page on the same
 // code-server is a second window with its own extension host, connected to the same shared daemon
 // (`agentd connect`); it attaches to the first window's session with the session picker. A hunk
-// accepted in window A must show as accepted in window B (no "Accept hunk 1/2" left there), and the
-// file settled in B must carry A's acceptance: on disk, exactly the accepted hunk. B's chat card
-// for the edit shows it waiting for the review (as A's does) until the review is settled.
+// accepted in window A must show as accepted in window B (no "Accept hunk 1/2" left there); an undo
+// in A is undone in B; a hunk rejected with a reason in A shows in B with that reason; and the file
+// settled in B must carry A's decisions: on disk, exactly the accepted hunk, and the model reads A's
+// reason. The windows share per-hunk decisions through the daemon (review/hunkState, relayed as
+// review/hunkStates). B's chat card for the edit shows it waiting for the review (as A's does)
+// until the review is settled.
 import * as fs from "node:fs";
 import * as path from "node:path";
 
 const PROMPT = "Please fix the double discount in cart.go, seen from two windows";
 
 export async function twoWindowsScenario({ page, chat, fake }, d) {
-	const { WS, CART, CART_ACCEPTED, script, url, MODEL, OUT_DIR, watchBrowser, palette, chatFrame, newSession, send, fakeReset, waitFor, lens, lensRow, editorTab, openFile, say } = d;
+	const { WS, CART, CART_ACCEPTED, script, url, MODEL, OUT_DIR, watchBrowser, palette, chatFrame, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, lens, lensRow, editorTab, openFile, say } = d;
+	const REASON = "the second subtraction is the coupon, seen from window A";
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	await palette(page, "View: Close All Editors");
 	await fakeReset(fake, script);
@@ -68,12 +72,34 @@ export async function twoWindowsScenario({ page, chat, fake }, d) {
 		b1 = await cardState(editCardB);
 		if (!b1.cls.includes("st-awaitingApproval")) throw new Error(`window B's card for the edit after A accepted one of two hunks: class "${b1.cls}", want st-awaitingApproval`);
 
-		// Settle the file in B: the hunk accepted in A is applied, the one rejected in B is not.
-		await pageB.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject Ctrl\+Alt\+N\s*$/ }).first().click();
-		await waitFor("cart.go on disk with exactly the hunk accepted in window A", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART_ACCEPTED, 20000);
+		// Undo in A: B offers hunk 1 again.
+		await lens(page, "Undo").first().click();
+		await lens(page, "Accept hunk 1/2").waitFor({ timeout: 10000 });
+		await lens(pageB, "Accept hunk 1/2").waitFor({ timeout: 10000 });
+		await pageB.locator(".statusbar-item", { hasText: "2 hunks to review" }).first().waitFor({ timeout: 10000 });
+
+		// Reject hunk 2 in A with a reason: B shows it rejected, with A's reason.
+		await lensRow(page, "Accept hunk 2/2").locator("a", { hasText: "Reject with reason…" }).click();
+		const input = page.locator(".quick-input-widget input");
+		await input.waitFor({ state: "visible", timeout: 10000 });
+		await input.fill(REASON);
+		await input.press("Enter");
+		const rejected = `Rejected: “${REASON.slice(0, 40)}`;
+		await lensRow(page, rejected).waitFor({ timeout: 10000 });
+		await lensRow(pageB, rejected).waitFor({ timeout: 10000 });
+		await pageB.screenshot({ path: path.join(OUT_DIR, "26-two-windows-b-after-a-rejected-with-reason.png") });
+
+		// Settle the file in B by accepting hunk 1: the hunk rejected in A is not applied, and the
+		// model reads A's reason for it.
+		await lens(pageB, "Accept hunk 1/2").click();
+		await waitFor("cart.go on disk with exactly the hunk accepted in window B", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART_ACCEPTED, 20000);
 		await waitFor("window A's review lenses cleared", async () => (await lens(page, "Accept").count()) === 0 && (await lensRow(page, "waiting for").count()) === 0, 20000);
 		await waitFor("window B's review lenses cleared", async () => (await lens(pageB, "Accept").count()) === 0 && (await lensRow(pageB, "waiting for").count()) === 0, 20000);
 		await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+		const result = toolMessages(await fakeRequests(fake)).find((m) => m.includes("applied 1 of 2 hunks"));
+		if (!result || !/Why the user rejected hunk h[0-9a-f]+: /.test(result) || !result.includes(REASON)) {
+			throw new Error(`the model was not told window A's reason for the hunk rejected there: ${result}`);
+		}
 		// Only now, in B too, the edit is done.
 		await chatB.locator(".item.tool.st-completed", { hasText: "Edit cart.go" }).waitFor({ timeout: 10000 });
 		const left = await chatB.locator(".item.tool.st-awaitingApproval").count();

@@ -1,0 +1,230 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/ollama/ollamatest"
+	"github.com/agentd/agentd/rpc"
+	"github.com/agentd/agentd/tools/sandbox"
+)
+
+// liveTurnIDs collects the turn IDs of every session/update an editor received.
+func liveTurnIDs(ed *fakeEditor) map[string]bool {
+	ed.mu.Lock()
+	defer ed.mu.Unlock()
+	ids := map[string]bool{}
+	for _, n := range ed.notes {
+		if n.method != rpc.MethodSessionUpdate {
+			continue
+		}
+		var u rpc.SessionUpdateParams
+		if json.Unmarshal(n.params, &u) == nil && u.TurnID != "" {
+			ids[u.TurnID] = true
+		}
+	}
+	return ids
+}
+
+// The history groups messages by the agent's real turns: the loop's nudge after an empty reply
+// and a steering message sent mid-turn belong to the turn they were sent in, so an editor
+// attaching mid-turn gets the turn ID the live updates carry (before, each user-role message
+// counted as a new turn: the running turn was "t4" in the history and "t2" on the wire).
+func TestAttachAfterSteeringKeepsTheLiveTurnIDs(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo})
+	env.ollama.Enqueue(
+		ollamatest.Text("Hello."),
+		// Turn 2: an empty reply (the loop nudges), an edit the user steers away from, then
+		// an edit that waits for its review while the second editor attaches.
+		ollamatest.Text(""),
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"cart.go"}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"cart.go","old_string":"return \"cart\"","new_string":"return \"basket\""}`)),
+		ollamatest.Calls(ollamatest.Call("edit", `{"path":"cart.go","old_string":"return \"cart\"","new_string":"return \"trolley\""}`)),
+		ollamatest.Text("Done."),
+	)
+	a := env.editor(true)
+	s := a.newSession()
+	t1 := a.prompt(s, "hi")
+	if end := a.turnEnd(); end.Reason != "done" {
+		t.Fatalf("first turn end = %+v", end)
+	}
+	t2 := a.prompt(s, "rename the label")
+	if t1 == t2 {
+		t.Fatalf("two prompts got one turn ID %q", t1)
+	}
+	r1 := a.review()
+	var steer rpc.SessionSteerResult
+	a.mustCall(rpc.MethodSessionSteer, rpc.SessionSteerParams{SessionID: s, Text: "call it a trolley instead"}, &steer)
+	if steer.TurnID != t2 {
+		t.Fatalf("the steer joined turn %q, want the running %q", steer.TurnID, t2)
+	}
+	var r2 rpc.ReviewRequestedParams
+	json.Unmarshal(a.waitFor("the second edit's review (after the steer)", func(n note) bool {
+		return n.method == rpc.MethodReviewRequested && strings.Contains(string(n.params), "trolley") &&
+			!strings.Contains(string(n.params), `"`+r1.ReviewID+`"`)
+	}), &r2)
+
+	b := env.editor(true)
+	var att rpc.SessionAttachResult
+	b.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	if !att.Session.Running {
+		t.Fatalf("session not running while its edit waits for a review: %+v", att.Session)
+	}
+	var users []string
+	for i, h := range att.History {
+		if h.TurnID != t1 && h.TurnID != t2 {
+			t.Errorf("history item %d (%s %q) has turn %q; the live turns are %q and %q", i, h.Type, h.Text, h.TurnID, t1, t2)
+		}
+		if h.Type == rpc.HistoryUser {
+			users = append(users, h.TurnID+": "+h.Text)
+		}
+	}
+	// The prompts and the messages sent within turn 2 (the nudge, the steer) carry its ID.
+	wantUsers := []string{t1 + ": hi", t2 + ": rename the label", t2 + ": Your last reply was empty", t2 + ": call it a trolley instead"}
+	if len(users) != len(wantUsers) {
+		t.Fatalf("user messages of the history = %q, want %q", users, wantUsers)
+	}
+	for i, w := range wantUsers {
+		if !strings.HasPrefix(users[i], w) {
+			t.Errorf("user message %d of the history = %q, want %q…", i, users[i], w)
+		}
+	}
+	if last := att.History[len(att.History)-1]; last.Type != rpc.HistoryTool || last.ToolCall.CallID != r2.CallID || last.TurnID != t2 {
+		t.Errorf("the history ends with %+v, want the edit waiting for its review in turn %s", last, t2)
+	}
+
+	// What the attached editor is told next carries the same turn ID.
+	a.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: r2.ReviewID, Decision: rpc.Decision{Type: "reject"}}, nil)
+	if end := b.turnEnd(); end.Reason != "done" {
+		t.Fatalf("turn end in the attached editor = %+v", end)
+	}
+	for id := range liveTurnIDs(b) {
+		if id != t2 {
+			t.Errorf("the attached editor got an update of turn %q, want %q", id, t2)
+		}
+	}
+
+	// Loaded again from its journal by another daemon: the same turns.
+	env.srv.Shutdown() // closes the journal (Shutdown is safe to call again at cleanup)
+	env2 := newEnvWith(t, nil, func(o *harness.Options) { o.StateDir = env.srv.rt.Options().StateDir })
+	c := env2.editor(true)
+	c.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	users = users[:0]
+	for _, h := range att.History {
+		if h.Type == rpc.HistoryUser {
+			users = append(users, h.TurnID+": "+h.Text)
+		}
+	}
+	if len(users) != len(wantUsers) {
+		t.Fatalf("user messages of the resumed history = %q, want %q", users, wantUsers)
+	}
+	for i, w := range wantUsers {
+		if !strings.HasPrefix(users[i], w) {
+			t.Errorf("user message %d of the resumed history = %q, want %q…", i, users[i], w)
+		}
+	}
+}
+
+// An editor attaching while a command runs gets what the command printed so far in the history
+// (the call's progress), and the output that follows as updates: together, every line once.
+func TestAttachDuringACommandShowsItsOutputSoFar(t *testing.T) {
+	env := newEnvWith(t, nil, func(o *harness.Options) {
+		o.SandboxFeatures = &sandbox.Features{Arch: "x86_64"} // unsandboxed: every command asks
+	})
+	// The command prints three lines, waits for the test to create "go", then prints one more.
+	cmd := `for i in 1 2 3; do echo "early line $i"; done; while [ ! -e go ]; do sleep 0.02; done; echo "late line"`
+	args, _ := json.Marshal(map[string]string{"command": cmd})
+	env.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("bash", string(args))), ollamatest.Text("done"))
+	a := env.editor(true)
+	s := a.newSession()
+	a.prompt(s, "run it")
+	r := a.review()
+	a.mustCall(rpc.MethodReviewDecide, rpc.ReviewDecideParams{ReviewID: r.ReviewID, Decision: rpc.Decision{Type: "accept"}}, nil)
+	a.waitFor("the command's third line as progress", func(n note) bool {
+		return n.method == rpc.MethodSessionUpdate && strings.Contains(string(n.params), "early line 3")
+	})
+
+	b := env.editor(true)
+	var att rpc.SessionAttachResult
+	b.mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	call := historyCall(t, att, "bash")
+	if call.Status != rpc.StatusRunning {
+		t.Fatalf("the command is in the history as %+v, want running", call)
+	}
+	for i := 1; i <= 3; i++ {
+		if line := "early line " + string(rune('0'+i)); strings.Count(call.Progress, line) != 1 {
+			t.Errorf("the history's output of the running command = %q, want %q once", call.Progress, line)
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(env.ws, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if end := b.turnEnd(); end.Reason != "done" {
+		t.Fatalf("turn end = %+v", end)
+	}
+	// The attached editor's view: the history's output plus the progress it was sent.
+	out := call.Progress
+	b.mu.Lock()
+	for _, n := range b.notes {
+		var u rpc.SessionUpdateParams
+		if n.method == rpc.MethodSessionUpdate && json.Unmarshal(n.params, &u) == nil && u.Update.Type == rpc.UpdateToolCallUpdated &&
+			u.Update.ToolCall != nil && u.Update.ToolCall.CallID == call.CallID {
+			out += u.Update.ToolCall.Progress
+		}
+	}
+	b.mu.Unlock()
+	for _, line := range []string{"early line 1", "early line 2", "early line 3", "late line"} {
+		if strings.Count(out, line) != 1 {
+			t.Errorf("the attached editor's output of the command = %q, want %q once", out, line)
+		}
+	}
+}
+
+// The kept output of a running call is bounded: its last maxReplayedOutput bytes, after a line
+// that says how many earlier bytes are not shown, cut at a character boundary.
+func TestOutputTailIsBounded(t *testing.T) {
+	var o outputTail
+	if o.text() != "" {
+		t.Fatalf("empty tail = %q", o.text())
+	}
+	// Two-byte characters and one odd byte at the end: the cut falls inside a character.
+	chunk := strings.Repeat("é", 500)
+	total := 0
+	for total < 5*maxReplayedOutput {
+		o.add(chunk)
+		total += len(chunk)
+	}
+	o.add("z")
+	total++
+	got := o.text()
+	head, body, ok := strings.Cut(got, "\n")
+	var cut int
+	if _, err := fmt.Sscanf(head, "[… %d earlier bytes of output not shown …]", &cut); !ok || err != nil {
+		t.Fatalf("the tail does not start with a note of what was cut (%v): %.80q", err, got)
+	}
+	if !utf8.ValidString(body) || !strings.HasSuffix(body, "éz") {
+		t.Errorf("the kept output is not whole characters ending the output: …%q", body[max(0, len(body)-10):])
+	}
+	if len(body) > maxReplayedOutput || len(body) < maxReplayedOutput-1 {
+		t.Errorf("kept %d bytes, want the last %d (less a cut character)", len(body), maxReplayedOutput)
+	}
+	if cut+len(body) != total {
+		t.Errorf("the note says %d bytes cut and %d are kept, of %d", cut, len(body), total)
+	}
+	if len(o.buf) > 2*maxReplayedOutput {
+		t.Errorf("the tail holds %d bytes, more than twice its cap", len(o.buf))
+	}
+	var short outputTail
+	short.add("one\n")
+	short.add("two\n")
+	if got := short.text(); got != "one\ntwo\n" {
+		t.Errorf("a short output = %q, want it whole with no note", got)
+	}
+}
