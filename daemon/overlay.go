@@ -15,9 +15,13 @@ import (
 // Overlay holds the documents editors have open, so that tools read the editor's text (unsaved
 // changes included) and stamp it with the document version. It is keyed by canonical absolute
 // path; it implements fsafe.Overlay and the search engine's overlay.
+//
+// Each editor that has a document open has its own entry (its own buffer, text and version): the
+// entry of the editor that opened the document last is the one tools read and edits go through;
+// when that editor closes it or disconnects, the entry of the previous one takes over.
 type Overlay struct {
 	mu   sync.Mutex
-	docs map[string]*openDoc // by canonical absolute path
+	docs map[string][]*openDoc // by canonical absolute path; one per editor, in open order
 	// changed is closed and replaced whenever a document changes (see wait).
 	changed chan struct{}
 }
@@ -27,26 +31,32 @@ type openDoc struct {
 	uri     string
 	version int32
 	text    string
-	owner   *client // the connection that opened it (edits go through it)
+	owner   *client // the connection whose buffer this is (edits go through it)
 }
 
 func newOverlay() *Overlay {
-	return &Overlay{docs: map[string]*openDoc{}, changed: make(chan struct{})}
+	return &Overlay{docs: map[string][]*openDoc{}, changed: make(chan struct{})}
 }
 
-// open records a document an editor opened.
+// open records a document an editor opened (again: its previous entry is replaced).
 func (o *Overlay) open(path, uri string, version int32, text string, owner *client) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.docs[path] = &openDoc{path: path, uri: uri, version: version, text: text, owner: owner}
+	o.removeLocked(path, owner)
+	o.docs[path] = append(o.docs[path], &openDoc{path: path, uri: uri, version: version, text: text, owner: owner})
 	o.notifyLocked()
 }
 
-// change applies incremental or whole-document changes in order.
-func (o *Overlay) change(path string, version int32, changes []protocol.TextDocumentContentChangeEvent) error {
+// change applies an editor's incremental or whole-document changes in order, to its own entry.
+func (o *Overlay) change(path string, owner *client, version int32, changes []protocol.TextDocumentContentChangeEvent) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	d := o.docs[path]
+	var d *openDoc
+	for _, h := range o.docs[path] {
+		if h.owner == owner {
+			d = h
+		}
+	}
 	if d == nil {
 		return fmt.Errorf("didChange for a document that is not open: %s", path)
 	}
@@ -75,26 +85,41 @@ func (o *Overlay) change(path string, version int32, changes []protocol.TextDocu
 	return nil
 }
 
-// close forgets a document.
+// close forgets an editor's entry for a document.
 func (o *Overlay) close(path string, owner *client) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if d := o.docs[path]; d != nil && d.owner == owner {
-		delete(o.docs, path)
+	if o.removeLocked(path, owner) {
 		o.notifyLocked()
 	}
 }
 
-// dropClient forgets every document a disconnected editor had open.
+// dropClient forgets every document a disconnected editor had open; documents other editors
+// have open stay, with their own text.
 func (o *Overlay) dropClient(owner *client) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for p, d := range o.docs {
-		if d.owner == owner {
-			delete(o.docs, p)
-		}
+	for p := range o.docs {
+		o.removeLocked(p, owner)
 	}
 	o.notifyLocked()
+}
+
+// removeLocked removes owner's entry for path and reports whether there was one.
+func (o *Overlay) removeLocked(path string, owner *client) bool {
+	hs := o.docs[path]
+	for i, h := range hs {
+		if h.owner == owner {
+			hs = append(hs[:i:i], hs[i+1:]...)
+			if len(hs) == 0 {
+				delete(o.docs, path)
+			} else {
+				o.docs[path] = hs
+			}
+			return true
+		}
+	}
+	return false
 }
 
 func (o *Overlay) notifyLocked() {
@@ -102,15 +127,38 @@ func (o *Overlay) notifyLocked() {
 	o.changed = make(chan struct{})
 }
 
-// get returns a copy of the open document at path.
+// get returns a copy of the entry tools read for path: the editor that opened it last.
 func (o *Overlay) get(path string) (openDoc, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	d := o.docs[path]
-	if d == nil {
+	hs := o.docs[path]
+	if len(hs) == 0 {
 		return openDoc{}, false
 	}
-	return *d, true
+	return *hs[len(hs)-1], true
+}
+
+// getFrom returns a copy of owner's entry for path.
+func (o *Overlay) getFrom(path string, owner *client) (openDoc, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, h := range o.docs[path] {
+		if h.owner == owner {
+			return *h, true
+		}
+	}
+	return openDoc{}, false
+}
+
+// holders returns copies of every editor's entry for path, in open order.
+func (o *Overlay) holders(path string) []openDoc {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]openDoc, 0, len(o.docs[path]))
+	for _, h := range o.docs[path] {
+		out = append(out, *h)
+	}
+	return out
 }
 
 // watch returns a channel closed at the next change.

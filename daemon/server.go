@@ -307,7 +307,7 @@ func (c *client) didChange(params json.RawMessage) error {
 	if !ok {
 		return nil
 	}
-	return c.srv.overlay.change(path, p.TextDocument.Version, p.ContentChanges)
+	return c.srv.overlay.change(path, c, p.TextDocument.Version, p.ContentChanges)
 }
 
 func (c *client) didClose(params json.RawMessage) error {
