@@ -471,7 +471,7 @@ func (ss *session) replay() {
 	for _, m := range ss.sess.History() {
 		switch m.Role {
 		case agent.RoleUser:
-			if m.Content != "" {
+			if m.Content != "" && !m.Note { // a note is agentd's to the model, not the user's words
 				ss.update(chunk("user_message_chunk", m.Content))
 			}
 		case agent.RoleAssistant:

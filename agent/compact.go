@@ -15,8 +15,9 @@ import (
 //  2. if that is not enough, replaces the turns before the current one with a summary the model
 //     writes.
 //
-// The system prompt, the tools and the current turn are kept. Each compaction is an event and a
-// journal entry holding the whole new history.
+// The system prompt, the tools and the current turn are kept: all of it, from its first message
+// (its prompt, steering later in the turn included). Each compaction is an event and a journal
+// entry holding the whole new history.
 
 const (
 	keepToolOutputs = 4    // most recent tool results kept whole
@@ -68,7 +69,7 @@ func (s *Session) compact(ctx context.Context, turnID string, force bool) bool {
 	after := before - saved/3
 	summary := ""
 	if force || after > s.threshold()*2/3 {
-		if cut := currentTurnStart(h); cut > 1 {
+		if cut := currentTurnStart(turns, turnID); cut > 1 {
 			var err error
 			if summary, err = s.summarize(ctx, h[1:cut]); err != nil {
 				slog.Warn("compaction summary failed; keeping the elided history", "session", s.cfg.ID, "err", err)
@@ -120,14 +121,22 @@ func elideToolOutputs(h []Message) int {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// currentTurnStart returns the index of the last real user prompt (not a tool result).
-func currentTurnStart(h []Message) int {
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Role == RoleUser && h[i].Content != nudgeEmpty && h[i].Content != nudgeCut {
-			return i
-		}
+// currentTurnStart returns the index of the current turn's first message: its prompt, or the
+// note agentd put before it (SessionConfig.TurnNote). Every message records the turn it joined
+// (turns[i], see HistoryTurns), and the current turn's are the last ones, so a steering message
+// or a nudge sent later in the turn is never taken for its start: a compaction keeps the prompt
+// the turn works on. After a compaction earlier in the same turn, the summary and its answer
+// joined the turn too (indices 1 and 2): nothing before the turn is left to summarize. It
+// returns 0 (summarize nothing) when no message joined the turn.
+func currentTurnStart(turns []string, turnID string) int {
+	i := len(turns)
+	for i > 0 && turnID != "" && turns[i-1] == turnID {
+		i--
 	}
-	return 0
+	if i == len(turns) {
+		return 0
+	}
+	return i
 }
 
 const summaryInstruction = `Summarize the conversation below for yourself, so you can continue the work without it. Keep: the user's goals and constraints, decisions taken, files read or changed (with paths) and what changed, commands run and their outcome, what remains to do. Be concise: at most 300 words. Plain text.`

@@ -51,6 +51,10 @@ type Message struct {
 	ToolName   string `json:"toolName,omitzero"`
 	// Images are raw image bytes attached to a user or tool message.
 	Images [][]byte `json:"images,omitzero"`
+	// Note marks a user-role message that agentd wrote to the model at the start of a turn
+	// (SessionConfig.TurnNote), not the user's words: the model reads it as any user message,
+	// the editors do not show it as the user's.
+	Note bool `json:"note,omitzero"`
 }
 
 // ToolCall is one call the model proposed.

@@ -47,6 +47,13 @@ type SessionConfig struct {
 	MaxTurnTime time.Duration
 	// CompactAt is the fraction of NumCtx at which history is compacted (default 0.75).
 	CompactAt float64
+	// TurnNote, if set, is called by the loop as each turn starts (however it was started: a
+	// prompt, a steer with no turn running, steering left over from the last turn). A non-empty
+	// note joins the turn before its prompt, as its own user-role message marked Note: what
+	// agentd tells the model (the harness's note about changes the user undid since the last
+	// turn). Earlier messages are not rewritten, so the prompt prefix stays cache-stable, and
+	// the prompt stays the user's own words (TurnStart, the journal).
+	TurnNote func() string
 }
 
 // ErrTurnRunning is returned by Prompt while a turn runs (use Steer).
@@ -266,6 +273,11 @@ func (s *Session) runTurn(req turnRequest) {
 
 	s.journal(Entry{Type: EntryTurnStart, TurnID: req.id, Prompt: req.prompt})
 	s.kernel.Emit(TurnStart{TurnID: req.id, Prompt: req.prompt})
+	if s.cfg.TurnNote != nil {
+		if note := s.cfg.TurnNote(); note != "" {
+			s.appendMessage(req.id, Message{Role: RoleUser, Content: note, Note: true})
+		}
+	}
 	s.appendMessage(req.id, Message{Role: RoleUser, Content: req.prompt})
 
 	reason, err := s.steps(ctx, req.id)

@@ -178,12 +178,8 @@ func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) 
 	if err != nil {
 		return nil, modelFailure(err)
 	}
-	// After an undo (turn/undo), the model reads first what the user undid.
-	note, putBack := ls.h.TakeNote()
-	id, err := sess.Prompt(note + text)
-	if err != nil {
-		putBack()
-	}
+	// After an undo (turn/undo), the turn starts with a note of its own (harness turnNote).
+	id, err := sess.Prompt(text)
 	if errors.Is(err, agent.ErrTurnRunning) {
 		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is already running in this session: use session/steer or session/cancel")
 	}

@@ -253,6 +253,9 @@ func (ls *liveSession) history(outputs map[string]string) []rpc.HistoryItem {
 	// written before compactions recorded turns) falls back to counting prompts.
 	var cur string
 	for i, m := range msgs {
+		if m.Note {
+			continue // agentd's note to the model at a turn's start (an undo), not the user's words
+		}
 		switch {
 		case i < len(turns) && turns[i] != "":
 			cur = turns[i]

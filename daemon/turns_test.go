@@ -120,7 +120,8 @@ func TestTurnChangesListAndUndoOneHunk(t *testing.T) {
 		t.Errorf("cart.go after the undo = %+v", left)
 	}
 
-	// The model's next request starts with what the user undid.
+	// The model's next request tells what the user undid, in a message of its own before the
+	// prompt (undo_note_test.go checks the rest).
 	env.ollama.Enqueue(ollamatest.Text("Noted."))
 	endOf(ed, ed.prompt(s, "thanks"))
 	last, ok := env.ollama.LastChat()
@@ -128,10 +129,10 @@ func TestTurnChangesListAndUndoOneHunk(t *testing.T) {
 		t.Fatal("no chat request")
 	}
 	msgs := last.Request.Messages
-	user := msgs[len(msgs)-1]
-	if user.Role != "user" || !strings.Contains(user.Content, "undid") || !strings.Contains(user.Content, "cart.go: reverted hunk 1 of 2") ||
-		!strings.Contains(user.Content, "thanks") {
-		t.Errorf("the model's next request did not mention the undo:\n%s", user.Content)
+	note, user := msgs[len(msgs)-2], msgs[len(msgs)-1]
+	if note.Role != "user" || !strings.Contains(note.Content, "undid") || !strings.Contains(note.Content, "cart.go: reverted hunk 1 of 2") ||
+		user.Role != "user" || user.Content != "thanks" {
+		t.Errorf("the model's next request did not mention the undo before the prompt:\n%s\n---\n%s", note.Content, user.Content)
 	}
 	// Once only.
 	env.ollama.Enqueue(ollamatest.Text("Ok."))

@@ -362,7 +362,7 @@ type Harness struct {
 	factsVal  agent.WorkspaceFacts
 	instr     instructionsState
 	// turnMu guards prompts (each turn's prompt, for Turns) and undoNotes (what the model is
-	// told about undone changes at its next request): see turns.go.
+	// told about undone changes when the next turn starts): see turns.go.
 	turnMu    sync.Mutex
 	prompts   map[string]string
 	undoNotes []string
@@ -622,6 +622,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	cfg := agent.SessionConfig{
 		ID: h.settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,
 		Journal: h.journal, Facts: h.facts(), History: h.Replayed.History, HistoryTurns: h.Replayed.HistoryTurns, Turns: len(h.Replayed.Turns),
+		TurnNote: h.turnNote,
 		Kernel: agent.Config{
 			Registry:   h.registry,
 			Gate:       gate,

@@ -209,8 +209,8 @@ func (h *Harness) fileChange(f store.TurnFile) (FileChange, *fsafe.Target, fsafe
 // UndoTurn undoes the turn's change to the chosen files (absolute paths; restored to their
 // pre-image), the chosen hunks (absolute path → hunk IDs of TurnChanges' diff; reversed), or the
 // whole turn when both are empty. Files changed since the turn are skipped and named. An unknown
-// turn, file or hunk is an error and nothing is changed. The model is told at the start of its
-// next request (TakeNote). Do not call it while a turn runs.
+// turn, file or hunk is an error and nothing is changed. The model is told when the next turn
+// starts, in a note of its own before the prompt (turnNote). Do not call it while a turn runs.
 func (h *Harness) UndoTurn(ctx context.Context, turnID string, files []string, hunks map[string][]string) (UndoResult, error) {
 	res := UndoResult{Undone: []string{}, Skipped: []store.Skip{}}
 	_, all, err := h.checkpoints.TurnFiles(turnID)
@@ -388,24 +388,23 @@ func (h *Harness) document(p fsafe.Path) (fsafe.Document, bool) {
 	return h.overlay.Document(p.Abs())
 }
 
-// undoNotePrefix starts the note the model reads after an undo.
+// undoNotePrefix starts the note the model reads after an undo. Journals written before the note
+// was a message of its own have it at the start of a turn's prompt (firstLine skips it).
 const undoNotePrefix = "[agentd: since your last turn the user undid"
 
-// TakeNote returns the note about undone changes for the start of the next request ("" when
-// nothing was undone) and forgets it; call putBack if the request is not sent after all.
-func (h *Harness) TakeNote() (note string, putBack func()) {
+// turnNote is the session's agent.SessionConfig.TurnNote: the note about undone changes ("" when
+// nothing was undone since the last turn), which it forgets. The loop calls it as a turn starts
+// and puts the note in the history at once, before the turn's prompt, as a message of its own
+// marked agent.Message.Note: the model reads it, the prompt stays the user's words, and the
+// editors do not show it as the user's.
+func (h *Harness) turnNote() string {
 	h.turnMu.Lock()
 	lines := h.undoNotes
 	h.undoNotes = nil
 	h.turnMu.Unlock()
-	putBack = func() {
-		h.turnMu.Lock()
-		h.undoNotes = append(lines, h.undoNotes...)
-		h.turnMu.Unlock()
-	}
 	if len(lines) == 0 {
-		return "", func() {}
+		return ""
 	}
 	return undoNotePrefix + " some of your changes; the files are now as follows, read them again before changing them: " +
-		strings.Join(lines, "; ") + ".]\n\n", putBack
+		strings.Join(lines, "; ") + ".]"
 }

@@ -131,9 +131,10 @@ H.test("u undoes the hunk under the cursor only; the model is told", function()
   H.wait_turn_end(30000)
   local reqs = H.fake_requests()
   local msgs = reqs[#reqs].body.messages
-  local last = msgs[#msgs].content
-  H.contains(last, "undid", "the model's next request mentions the undo")
-  H.contains(last, "cart.go: reverted hunk 1 of 2", "and names the hunk")
+  local note = msgs[#msgs - 1].content
+  H.contains(note, "undid", "the model's next request mentions the undo before the prompt")
+  H.contains(note, "cart.go: reverted hunk 1 of 2", "and names the hunk")
+  H.eq(msgs[#msgs].content, "what now", "the prompt is the user's words alone")
 end)
 
 H.test("a file changed since is shown with its reason and skipped; U undoes a file", function()
