@@ -211,7 +211,8 @@ func releaseModels(models map[string]ModelClient) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := r.Release(ctx); err != nil {
-			slog.Warn("releasing the model", "model", key, "err", err)
+			host, model, _ := strings.Cut(key, " ") // rt.models' key: host (empty: the default) and model
+			slog.Warn("releasing the model", "model", model, "host", host, "err", err)
 		}
 		cancel()
 	}
