@@ -51,6 +51,18 @@ func (e editorDiagnostics) Diagnostics(ctx context.Context, abs string, settle t
 	return out, true, nil
 }
 
+var _ harness.DiagnosticsOffer = editorDiagnostics{}
+
+// OffersDiagnostics says whether Diagnostics would ask an editor about the file at abs (no I/O):
+// when none would, the harness does not ask.
+func (e editorDiagnostics) OffersDiagnostics(abs string) bool {
+	key := tools.Canonical(abs)
+	if doc, open := e.srv.overlay.get(key); open && doc.owner.offersDiagnostics() {
+		return true
+	}
+	return e.srv.diagnosticsClientFor(key) != nil
+}
+
 func (c *client) offersDiagnostics() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -36,6 +36,8 @@ type liveSession struct {
 	updated time.Time
 
 	prog progressQueue
+
+	unified unifiedMemo // the unified text of the last diff shown (reviews.go)
 }
 
 func (s *Server) newLive(h *harness.Harness) *liveSession {
@@ -383,7 +385,7 @@ func (ls *liveSession) updatesLocked(e agent.Event) []rpc.SessionUpdateParams {
 		}
 		switch {
 		case e.Preview != nil:
-			info.Preview = previewInfo(e.Preview)
+			info.Preview = ls.previewInfo(e.Preview)
 		case e.Progress != nil:
 			info.Status, info.Progress = rpc.StatusRunning, e.Progress.Text
 			if ls.output == nil {
@@ -577,10 +579,10 @@ func validJSON(b json.RawMessage) json.RawMessage {
 	return s
 }
 
-func previewInfo(p *tools.Preview) *rpc.PreviewInfo {
+func (ls *liveSession) previewInfo(p *tools.Preview) *rpc.PreviewInfo {
 	out := &rpc.PreviewInfo{Summary: p.Summary}
 	if p.Diff != nil {
-		out.UnifiedDiff = p.Diff.Unified(3)
+		out.UnifiedDiff = ls.unified.of(p.Diff)
 	}
 	if c := p.Command; c != nil {
 		out.Command = &rpc.CommandPreview{Argv: c.Argv, Cwd: c.Cwd, TimeoutMs: c.TimeoutMS, Sandbox: c.Sandbox, Network: c.Network}

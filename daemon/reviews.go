@@ -174,7 +174,7 @@ func (ls *liveSession) fileReview(d *preview.Diff) *rpc.FileReview {
 		abs = filepath.Join(ls.h.Workspace(), d.Path)
 	}
 	f := &rpc.FileReview{URI: fileURI(abs), Path: d.Path, Created: d.Created, Deleted: d.Deleted,
-		UnifiedDiff: d.Unified(3), Hunks: []rpc.Hunk{}, Edit: rpc.FileEdit{Edits: []protocol.TextEdit{}}}
+		UnifiedDiff: ls.unified.of(d), Hunks: []rpc.Hunk{}, Edit: rpc.FileEdit{Edits: []protocol.TextEdit{}}}
 	if doc, ok := ls.srv.overlay.get(tools.Canonical(abs)); ok {
 		f.URI, f.Version = doc.uri, doc.version
 	}
@@ -186,6 +186,30 @@ func (ls *liveSession) fileReview(d *preview.Diff) *rpc.FileReview {
 		f.Edit.Edits = append(f.Edit.Edits, lspEdit(e))
 	}
 	return f
+}
+
+// unifiedMemo remembers the unified text of the last diff it rendered: a reviewed edit's diff is
+// shown twice, in the call's preview update and in its review, and rendered once. It keeps one
+// diff alive, until the next one is shown.
+type unifiedMemo struct {
+	mu   sync.Mutex
+	diff *preview.Diff
+	text string
+}
+
+// of returns d.Unified(3), rendered once for the diff shown last.
+func (m *unifiedMemo) of(d *preview.Diff) string {
+	m.mu.Lock()
+	if m.diff == d {
+		defer m.mu.Unlock()
+		return m.text
+	}
+	m.mu.Unlock()
+	text := d.Unified(3)
+	m.mu.Lock()
+	m.diff, m.text = d, text
+	m.mu.Unlock()
+	return text
 }
 
 func lspEdit(e preview.TextEdit) protocol.TextEdit {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,14 @@ type Diagnostics interface {
 	// attached editor offers diagnostics for the file: then nothing was asked. It must return
 	// when ctx ends.
 	Diagnostics(ctx context.Context, abs string, settle time.Duration) (diags []Diagnostic, ok bool, err error)
+}
+
+// DiagnosticsOffer is what a Diagnostics may also implement: whether some attached editor offers
+// diagnostics for the file at abs right now, answered at once (no I/O, no waiting). A file nobody
+// offers them for is not asked about: the edit runs without the questions, their goroutines and
+// their timers.
+type DiagnosticsOffer interface {
+	OffersDiagnostics(abs string) bool
 }
 
 // Bounds of the diagnostics asked around an edit: they never hold the turn longer than
@@ -71,6 +80,12 @@ func (h *Harness) diagnosticsMiddleware(next agent.ExecFunc) agent.ExecFunc {
 			return next(ctx, t, call)
 		}
 		paths := perm.Paths
+		if o, ok := h.diags.(DiagnosticsOffer); ok {
+			paths = slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return !o.OffersDiagnostics(p) })
+			if len(paths) == 0 {
+				return next(ctx, t, call)
+			}
+		}
 		before := make([][]Diagnostic, len(paths))
 		asked := make([]bool, len(paths))
 		for i, p := range paths {

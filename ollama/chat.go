@@ -54,7 +54,7 @@ func (c *Client) buildRequest(req *agent.ModelRequest) (*api.ChatRequest, error)
 	no := false
 	areq := &api.ChatRequest{
 		Model:    c.model,
-		Messages: toAPIMessages(req.Messages),
+		Messages: toAPIMessages(req.Messages, &c.args),
 		Options: map[string]any{
 			"num_ctx":     req.NumCtx,
 			"num_predict": numPredict,

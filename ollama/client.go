@@ -37,6 +37,8 @@ type Client struct {
 
 	mu      sync.Mutex
 	trained int // trained context length seen by the last successful Info, 0 if unknown
+
+	args argsCache // converted arguments of past tool calls
 }
 
 var _ agent.Model = (*Client)(nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/tools"
@@ -13,7 +14,9 @@ import (
 
 // toAPIMessages maps the conversation to the wire. The mapping is deterministic, so an append-only
 // history gives a byte-identical request prefix turn after turn (Ollama's prompt cache needs it).
-func toAPIMessages(msgs []agent.Message) []api.Message {
+// cache (nil: none) holds the converted arguments of past calls, so a long session does not decode
+// every past call's arguments again on every request.
+func toAPIMessages(msgs []agent.Message, cache *argsCache) []api.Message {
 	out := make([]api.Message, 0, len(msgs))
 	for _, m := range msgs {
 		am := api.Message{
@@ -30,12 +33,58 @@ func toAPIMessages(msgs []agent.Message) []api.Message {
 			call := api.ToolCall{ID: tc.ID}
 			call.Function.Index = i
 			call.Function.Name = tc.Name
-			call.Function.Arguments = argumentsObject(tc.Arguments)
+			call.Function.Arguments = cache.arguments(tc.Arguments)
 			am.ToolCalls = append(am.ToolCalls, call)
 		}
 		out = append(out, am)
 	}
 	return out
+}
+
+// argsCache remembers argumentsObject's result for the arguments it has seen, keyed by their exact
+// bytes: a hit is the conversion of the same input, so the request bytes are those of the uncached
+// path, whatever happened to the history meanwhile (a compaction, another session on the same
+// client). The converted arguments are shared and only ever read (encoded). Memory is bounded by
+// two generations of at most argsCacheBytes of keys each: when the current one fills, the older is
+// dropped, and an entry used again is carried into the current one.
+type argsCache struct {
+	mu        sync.Mutex
+	cur, prev map[string]api.ToolCallFunctionArguments
+	curBytes  int
+}
+
+// argsCacheBytes bounds one generation of the cache (the bytes of the arguments it holds).
+const argsCacheBytes = 4 << 20
+
+// arguments is argumentsObject(raw), from the cache when it holds raw. A nil cache converts.
+func (c *argsCache) arguments(raw json.RawMessage) api.ToolCallFunctionArguments {
+	if c == nil {
+		return argumentsObject(raw)
+	}
+	c.mu.Lock()
+	if a, ok := c.cur[string(raw)]; ok {
+		c.mu.Unlock()
+		return a
+	}
+	a, ok := c.prev[string(raw)]
+	c.mu.Unlock()
+	if !ok {
+		a = argumentsObject(raw)
+	}
+	c.mu.Lock()
+	c.putLocked(string(raw), a)
+	c.mu.Unlock()
+	return a
+}
+
+func (c *argsCache) putLocked(key string, a api.ToolCallFunctionArguments) {
+	if c.cur == nil || c.curBytes+len(key) > argsCacheBytes {
+		c.prev, c.cur, c.curBytes = c.cur, map[string]api.ToolCallFunctionArguments{}, 0
+	}
+	if _, ok := c.cur[key]; !ok {
+		c.cur[key] = a
+		c.curBytes += len(key)
+	}
 }
 
 // argumentsObject converts a call's arguments for the wire, where they must be a JSON object: Ollama
