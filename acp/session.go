@@ -466,12 +466,22 @@ func rejectKey(q question) string {
 	return "tool " + q.Call.Call.Name
 }
 
-// replay sends the session's history as session/update notifications (session/load).
+// replay sends the session's history as session/update notifications (session/load). agentd's
+// own messages are never sent as the user's words: the note at a turn's start, the loop's nudges
+// and the answer to a compaction's summary are left out; the summary is an agent message that
+// says what it is.
 func (ss *session) replay() {
 	for _, m := range ss.sess.History() {
+		if m.Kind == agent.KindSummary {
+			ss.update(chunk("agent_message_chunk", compactedPrefix+agent.CompactionSummary(m)))
+			continue
+		}
+		if m.FromAgentd() {
+			continue
+		}
 		switch m.Role {
 		case agent.RoleUser:
-			if m.Content != "" && !m.Note { // a note is agentd's to the model, not the user's words
+			if m.Content != "" {
 				ss.update(chunk("user_message_chunk", m.Content))
 			}
 		case agent.RoleAssistant:
@@ -498,6 +508,9 @@ func (ss *session) replay() {
 		}
 	}
 }
+
+// compactedPrefix starts the agent message that replays a compaction's summary.
+const compactedPrefix = "Context compacted: the earlier conversation was replaced by this summary.\n\n"
 
 func shortenResult(s string) string {
 	r := tools.Result{Content: []tools.Block{{Type: "text", Text: s}}}

@@ -19,6 +19,23 @@ import (
 // (its prompt, steering later in the turn included). Each compaction is an event and a journal
 // entry holding the whole new history.
 
+// What the model reads of a compaction's summary: the summary after summaryPrefix, as a user
+// message marked KindSummary, and summaryReply as the assistant's answer (KindSummaryReply). The
+// texts never change: journals written before Message.Kind are recognised by them (Replay).
+const (
+	summaryPrefix = "Summary of the earlier conversation (compacted to fit the context window):\n\n"
+	summaryReply  = "Understood. I will continue from this summary."
+)
+
+// CompactionSummary returns the summary a KindSummary message carries, without the framing the
+// model reads; "" for any other message.
+func CompactionSummary(m Message) string {
+	if m.Kind != KindSummary {
+		return ""
+	}
+	return strings.TrimPrefix(m.Content, summaryPrefix)
+}
+
 const (
 	keepToolOutputs = 4    // most recent tool results kept whole
 	elideAbove      = 600  // bytes: shorter tool outputs are kept
@@ -76,8 +93,8 @@ func (s *Session) compact(ctx context.Context, turnID string, force bool) bool {
 			} else {
 				kept := h[cut:]
 				h = append([]Message{h[0],
-					{Role: RoleUser, Content: "Summary of the earlier conversation (compacted to fit the context window):\n\n" + summary},
-					{Role: RoleAssistant, Content: "Understood. I will continue from this summary."},
+					{Role: RoleUser, Content: summaryPrefix + summary, Kind: KindSummary},
+					{Role: RoleAssistant, Content: summaryReply, Kind: KindSummaryReply},
 				}, kept...)
 				turns = append([]string{turns[0], turnID, turnID}, turns[cut:]...)
 			}

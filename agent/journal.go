@@ -1,6 +1,9 @@
 package agent
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Journal persists a session as an append-only sequence of entries. The loop appends as things
 // happen and calls Sync at turn boundaries (and before it waits for a user). A store that is read
@@ -122,6 +125,7 @@ func Replay(entries []Entry) Replayed {
 		}
 	}
 	r.History = answerDanglingCalls(r.History)
+	markLegacyKinds(r.History)
 	for len(r.HistoryTurns) < len(r.History) { // the answers to dangling calls: the last turn's
 		last := ""
 		if n := len(r.HistoryTurns); n > 0 {
@@ -163,4 +167,24 @@ func answerDanglingCalls(h []Message) []Message {
 		}
 	}
 	return h
+}
+
+// markLegacyKinds sets Message.Kind on agentd's own messages in a history read from a journal
+// written before Kind existed, recognised by their fixed texts: the loop's nudges, and a
+// compaction's summary (right after the system prompt) with its answer. What the model reads is
+// unchanged.
+func markLegacyKinds(h []Message) {
+	for i := range h {
+		m := &h[i]
+		if m.Role != RoleUser || m.FromAgentd() {
+			continue
+		}
+		switch {
+		case m.Content == nudgeEmpty || m.Content == nudgeCut:
+			m.Kind = KindNudge
+		case i == 1 && len(h) > 2 && strings.HasPrefix(m.Content, summaryPrefix) &&
+			h[2].Role == RoleAssistant && h[2].Content == summaryReply && !h[2].FromAgentd():
+			m.Kind, h[2].Kind = KindSummary, KindSummaryReply
+		}
+	}
 }

@@ -55,7 +55,30 @@ type Message struct {
 	// (SessionConfig.TurnNote), not the user's words: the model reads it as any user message,
 	// the editors do not show it as the user's.
 	Note bool `json:"note,omitzero"`
+	// Kind marks the other messages agentd itself writes into the conversation ("" for the
+	// user's words, the model's replies and tool results). Like Note, it is never sent to the
+	// model (what the model reads is Role and Content, unchanged): it tells the editors and the
+	// journal what a message is, so a nudge or a compaction's summary is never shown as the
+	// user's words. Journals written before it existed are classified on replay (Replay).
+	Kind MessageKind `json:"kind,omitzero"`
 }
+
+// MessageKind is the kind of a message agentd wrote on its own (Message.Kind).
+type MessageKind string
+
+const (
+	// KindNudge is the loop's user-role message after an empty reply or one cut by length.
+	KindNudge MessageKind = "nudge"
+	// KindSummary is a compaction's summary of the earlier turns: the user-role message right
+	// after the system prompt.
+	KindSummary MessageKind = "summary"
+	// KindSummaryReply is the assistant-role answer agentd puts after the summary.
+	KindSummaryReply MessageKind = "summaryReply"
+)
+
+// FromAgentd reports whether agentd wrote the message on its own (a note, a nudge, a compaction's
+// summary or its answer): never the user's words nor the model's.
+func (m *Message) FromAgentd() bool { return m.Note || m.Kind != "" }
 
 // ToolCall is one call the model proposed.
 type ToolCall struct {

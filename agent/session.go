@@ -62,7 +62,8 @@ var ErrTurnRunning = errors.New("a turn is already running")
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("session closed")
 
-// Messages the loop sends to the model on its own.
+// Messages the loop sends to the model on its own (marked KindNudge). The texts never change:
+// journals written before Message.Kind are recognised by them (Replay).
 const (
 	nudgeEmpty = "Your last reply was empty. If you meant to call a tool, the call was malformed: call it again with valid JSON arguments. Otherwise, answer the user."
 	nudgeCut   = "Your reply was cut off by the length limit. Continue from where it stopped, more briefly."
@@ -358,11 +359,11 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 			continue
 		case resp.DoneReason == "length" && continued < 2:
 			continued++
-			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeCut})
+			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeCut, Kind: KindNudge})
 			continue
 		case len(calls) == 0 && strings.TrimSpace(resp.Message.Content) == "" && !nudged:
 			nudged = true
-			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeEmpty})
+			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeEmpty, Kind: KindNudge})
 			continue
 		case len(calls) == 0:
 			if s.hasSteering() {

@@ -32,8 +32,9 @@ func liveTurnIDs(ed *fakeEditor) map[string]bool {
 	return ids
 }
 
-// The history groups messages by the agent's real turns: the loop's nudge after an empty reply
-// and a steering message sent mid-turn belong to the turn they were sent in, so an editor
+// The history groups messages by the agent's real turns: a steering message sent mid-turn (and
+// the loop's nudge after an empty reply, which the history leaves out) belongs to the turn it was
+// sent in, so an editor
 // attaching mid-turn gets the turn ID the live updates carry (before, each user-role message
 // counted as a new turn: the running turn was "t4" in the history and "t2" on the wire).
 func TestAttachAfterSteeringKeepsTheLiveTurnIDs(t *testing.T) {
@@ -85,8 +86,9 @@ func TestAttachAfterSteeringKeepsTheLiveTurnIDs(t *testing.T) {
 			users = append(users, h.TurnID+": "+h.Text)
 		}
 	}
-	// The prompts and the messages sent within turn 2 (the nudge, the steer) carry its ID.
-	wantUsers := []string{t1 + ": hi", t2 + ": rename the label", t2 + ": Your last reply was empty", t2 + ": call it a trolley instead"}
+	// The prompts and the steer sent within turn 2 carry its ID; the loop's nudge after the
+	// empty reply is agentd's, not the user's words: it is not in the history.
+	wantUsers := []string{t1 + ": hi", t2 + ": rename the label", t2 + ": call it a trolley instead"}
 	if len(users) != len(wantUsers) {
 		t.Fatalf("user messages of the history = %q, want %q", users, wantUsers)
 	}

@@ -253,17 +253,30 @@ func (ls *liveSession) history(outputs map[string]string) []rpc.HistoryItem {
 	// nudge of the loop or a compaction's summary belongs to the turn it was sent in, so the IDs
 	// are the ones the live updates carry. Only a message whose turn is unknown (a journal
 	// written before compactions recorded turns) falls back to counting prompts.
+	//
+	// agentd's own messages are never shown as the user's words: the note at a turn's start (an
+	// undo) and the loop's nudges (after an empty or cut reply) are left out, as in the live
+	// updates; a compaction's summary is the "compaction" item (the live update's), and its
+	// answer is left out.
 	var cur string
 	for i, m := range msgs {
-		if m.Note {
-			continue // agentd's note to the model at a turn's start (an undo), not the user's words
+		if m.Note || m.Kind == agent.KindNudge || m.Kind == agent.KindSummaryReply {
+			continue
 		}
 		switch {
 		case i < len(turns) && turns[i] != "":
 			cur = turns[i]
-		case m.Role == agent.RoleUser:
+		case m.Role == agent.RoleUser && m.Kind == "":
 			n, _ := strconv.Atoi(strings.TrimPrefix(cur, "t"))
 			cur = "t" + strconv.Itoa(n+1)
+		}
+		switch {
+		case m.Kind == agent.KindSummary:
+			out = append(out, rpc.HistoryItem{Type: rpc.HistoryCompaction, TurnID: cur,
+				Compaction: &rpc.CompactionInfo{Summary: agent.CompactionSummary(m)}})
+			continue
+		case m.FromAgentd():
+			continue // a kind this daemon does not know: agentd's, never the user's words
 		}
 		switch m.Role {
 		case agent.RoleUser:

@@ -306,13 +306,16 @@ type SessionAttachResult struct {
 	PendingReviews []ReviewRequestedParams `json:"pendingReviews"`
 }
 
-// HistoryItem is one entry of a session's history. Type is "user", "assistant" or "tool".
+// HistoryItem is one entry of a session's history. Type is "user", "assistant", "tool" or
+// "compaction" (the earlier turns were replaced by a summary; Compaction carries it, with 0 tokens
+// when the counts are not known).
 type HistoryItem struct {
-	Type     string        `json:"type"`
-	TurnID   string        `json:"turnId"`
-	Text     string        `json:"text,omitzero"`
-	Thinking string        `json:"thinking,omitzero"`
-	ToolCall *ToolCallInfo `json:"toolCall,omitzero"`
+	Type       string          `json:"type"`
+	TurnID     string          `json:"turnId"`
+	Text       string          `json:"text,omitzero"`
+	Thinking   string          `json:"thinking,omitzero"`
+	ToolCall   *ToolCallInfo   `json:"toolCall,omitzero"`
+	Compaction *CompactionInfo `json:"compaction,omitzero"`
 }
 
 type SessionDetachParams struct {
@@ -947,9 +950,10 @@ const (
 
 // History item types (HistoryItem.type).
 const (
-	HistoryUser      = "user"
-	HistoryAssistant = "assistant"
-	HistoryTool      = "tool"
+	HistoryUser       = "user"
+	HistoryAssistant  = "assistant"
+	HistoryTool       = "tool"
+	HistoryCompaction = "compaction"
 )
 
 // Review kinds (ReviewRequestedParams.kind).
@@ -1045,7 +1049,7 @@ var Enums = []Enum{
 		{"Pending", StatusPending}, {"AwaitingApproval", StatusAwaitingApproval}, {"Running", StatusRunning},
 		{"Completed", StatusCompleted}, {"Failed", StatusFailed}}},
 	{"History", []string{"HistoryItem.type"}, []EnumValue{
-		{"User", HistoryUser}, {"Assistant", HistoryAssistant}, {"Tool", HistoryTool}}},
+		{"User", HistoryUser}, {"Assistant", HistoryAssistant}, {"Tool", HistoryTool}, {"Compaction", HistoryCompaction}}},
 	{"Review", []string{"ReviewRequestedParams.kind"}, []EnumValue{
 		{"Edit", ReviewEdit}, {"Command", ReviewCommand}, {"Tool", ReviewTool}}},
 	{"Outcome", []string{"ReviewDecideResult.outcome", "ReviewResolvedParams.outcome"}, []EnumValue{

@@ -190,13 +190,15 @@ export interface SessionAttachResult {
 	pendingReviews: ReviewRequestedParams[];
 }
 
-export type HistoryItemType = "user" | "assistant" | "tool";
+export type HistoryItemType = "user" | "assistant" | "tool" | "compaction";
 export interface HistoryItem {
 	type: HistoryItemType;
 	turnId: string;
 	text?: string;
 	thinking?: string;
 	toolCall?: ToolCallInfo;
+	/** For "compaction": the summary that replaced the earlier turns (tokens 0 when unknown). */
+	compaction?: CompactionInfo;
 }
 
 export interface SessionDetachParams {

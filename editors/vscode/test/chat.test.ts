@@ -233,6 +233,39 @@ test("history becomes the same items as the live stream", () => {
 	);
 });
 
+test("history shows a compaction as the notice the live stream gives, never as the user's words", () => {
+	const session: SessionInfo = {
+		sessionId: SID,
+		title: "t",
+		workspaceFolder: "file:///w",
+		model: "m",
+		approvalMode: "ask",
+		createdAt: "",
+		updatedAt: "",
+		turns: 2,
+		running: false,
+		attached: 1,
+	};
+	const s = fromHistory(session, [
+		{ type: "compaction", turnId: "t2", compaction: { tokensBefore: 0, tokensAfter: 0, summary: "Fixed cart.go." } },
+		{ type: "user", turnId: "t2", text: "Now the tests" },
+		{ type: "assistant", turnId: "t2", text: "Done." },
+	]);
+	const items = view(snapshot(s));
+	assert.deepEqual(
+		items.map((i) => i.kind),
+		["notice", "user", "assistant", "turnEnd"],
+	);
+	assert.deepEqual(items[0], {
+		kind: "notice",
+		turnId: "t2",
+		text: "Context compacted: the earlier conversation was replaced by a summary",
+		level: "info",
+		detail: "Fixed cart.go.",
+	});
+	assert.ok(!items.some((i) => i.kind === "user" && i.text.includes("Fixed cart.go.")));
+});
+
 test("history of a running turn keeps a call waiting for its review waiting, until it completes", () => {
 	const session: SessionInfo = {
 		sessionId: SID,

@@ -700,6 +700,9 @@ local function apply(op)
         S.block = nil
       elseif item.type == "tool" and item.toolCall then
         render_tool(vim.deepcopy(item.toolCall))
+      elseif item.type == "compaction" then
+        -- agentd's summary of the earlier turns: a note, as live, never the user's words
+        note("⟲ context compacted: the earlier conversation was replaced by a summary")
       end
     end
   end

@@ -133,6 +133,18 @@ H.test("history is rendered on reset", function()
   H.contains(text, "Because.", "assistant")
 end)
 
+H.test("a compaction in the history is a note, never the user's words", function()
+  chat.reset({ sessionId = "s-4", title = "long", model = "m", approvalMode = "ask" }, {
+    { type = "compaction", turnId = "t2", compaction = { tokensBefore = 0, tokensAfter = 0, summary = "Fixed cart.go." } },
+    { type = "user", turnId = "t2", text = "Now the tests" },
+    { type = "assistant", turnId = "t2", text = "Done." },
+  })
+  local text = log_text()
+  H.contains(text, "⟲ context compacted: the earlier conversation was replaced by a summary", "compaction note")
+  H.contains(text, "## You\nNow the tests", "the user's prompt")
+  H.ok(not text:find("Fixed cart.go.", 1, true), "the summary is not shown as a message")
+end)
+
 H.test("a running command's output from the history is kept, and later output appends to it", function()
   chat.reset({ sessionId = "s-3", title = "run", model = "m", approvalMode = "ask" }, {
     { type = "user", turnId = "t1", text = "Run the tests" },

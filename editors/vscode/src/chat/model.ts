@@ -199,6 +199,10 @@ export function fromHistory(session: SessionInfo, history: HistoryItem[]): ChatS
 			case "tool":
 				if (h.toolCall) mergeToolCall(s, h.turnId, h.toolCall, out);
 				break;
+			case "compaction":
+				// agentd's summary of the earlier turns: a notice, as live, never the user's words.
+				add(s, compactionNotice(s, h.turnId, h.compaction ?? { tokensBefore: 0, tokensAfter: 0 }), out);
+				break;
 		}
 	}
 	if (session.running) {
@@ -424,7 +428,11 @@ function compactionNotice(s: ChatState, turnId: string | undefined, c: Compactio
 		kind: "notice",
 		id: localId(s, "n"),
 		turnId,
-		text: `Context compacted: ${c.tokensBefore.toLocaleString("en-US")} → ${c.tokensAfter.toLocaleString("en-US")} tokens`,
+		// The history does not know the token counts (0): it says what happened without them.
+		text:
+			c.tokensBefore > 0
+				? `Context compacted: ${c.tokensBefore.toLocaleString("en-US")} → ${c.tokensAfter.toLocaleString("en-US")} tokens`
+				: "Context compacted: the earlier conversation was replaced by a summary",
 		level: "info",
 	};
 	if (c.summary) n.detail = c.summary;

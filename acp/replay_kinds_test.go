@@ -1,0 +1,90 @@
+package acp
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/ollama/ollamatest"
+	"github.com/agentd/agentd/policy"
+	"github.com/ollama/ollama/api"
+)
+
+// session/load replays agentd's own messages as what they are: after a compaction (forced by an
+// overflow) and the loop's nudge after an empty reply, the only user chunk is the user's prompt;
+// the summary is an agent message saying the context was compacted; the nudge and the summary's
+// answer are not replayed.
+func TestLoadReplaysNoAgentdMessageAsTheUsers(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	isSummary := func(r *api.ChatRequest) bool {
+		return len(r.Messages) > 0 && strings.HasPrefix(r.Messages[0].Content, "Summarize the conversation")
+	}
+	fake := ollamatest.NewServer(&ollamatest.Script{Turns: []ollamatest.Turn{
+		{When: &ollamatest.Match{Func: isSummary}, Reply: ollamatest.Reply{Text: "SUMMARY-OF-TURN-ONE"}},
+		{When: &ollamatest.Match{LastContains: "first"}, Reply: ollamatest.Reply{Text: "Hello."}},
+		{When: &ollamatest.Match{LastContains: "second"}, Reply: ollamatest.Reply{Status: 400, Error: "the input length exceeds the context length"}},
+		{When: &ollamatest.Match{LastContains: "second"}, Reply: ollamatest.Reply{Text: ""}},
+		{Repeat: true, Reply: ollamatest.Reply{Text: "Done."}},
+	}})
+	t.Cleanup(fake.Close)
+	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
+		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
+		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPeer(t, rt)
+	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.until("the initialize response", isResponse(1))
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
+	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
+	sid, _ := res["sessionId"].(string)
+	if sid == "" {
+		t.Fatalf("session/new: %v", res)
+	}
+	for i, text := range []string{"first", "second"} {
+		id := 3 + i
+		p.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + text + `"}]}}`)
+		m := p.until("the answer to the prompt "+text, isResponse(float64(id)))
+		if r, _ := m["result"].(map[string]any); r == nil || r["stopReason"] != "end_turn" {
+			t.Fatalf("prompt %q: %v", text, m)
+		}
+	}
+
+	p.send(`{"jsonrpc":"2.0","id":9,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":"` + ws + `","mcpServers":[]}}`)
+	var got []string
+	for {
+		m := p.next("the session/load replay and answer")
+		if isResponse(9)(m) {
+			if m["error"] != nil {
+				t.Fatalf("session/load: %v", m)
+			}
+			break
+		}
+		params, _ := m["params"].(map[string]any)
+		u, _ := params["update"].(map[string]any)
+		if m["method"] != "session/update" || u == nil {
+			continue
+		}
+		kind, _ := u["sessionUpdate"].(string)
+		if c, _ := u["content"].(map[string]any); c != nil && strings.HasSuffix(kind, "_chunk") {
+			got = append(got, kind+": "+c["text"].(string))
+		}
+	}
+	want := []string{
+		"agent_message_chunk: " + compactedPrefix + "SUMMARY-OF-TURN-ONE",
+		"user_message_chunk: second",
+		"agent_message_chunk: Done.",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("replayed chunks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
