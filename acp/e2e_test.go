@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -44,6 +45,7 @@ func TestOfficialClient(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	testutil.GoTelemetryOff(t, filepath.Join(home, "config"))
 	if err := os.WriteFile(filepath.Join(ws, "answer.go"), []byte("package answer\n\nfunc Answer() int {\n\treturn 1\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/creack/pty"
 	"github.com/ollama/ollama/api"
@@ -87,6 +88,7 @@ func newRunEnv(t *testing.T) *runEnv {
 	e.ollama = ollamatest.NewServer(&ollamatest.Script{Models: []ollamatest.Model{
 		{Name: "qwen3:8b", Capabilities: []string{"completion", "tools"}, ContextLength: 40960}}})
 	t.Cleanup(e.ollama.Close)
+	testutil.GoTelemetryOff(t, filepath.Join(e.home, "config"))
 	return e
 }
 

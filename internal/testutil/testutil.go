@@ -137,3 +137,19 @@ func SnapshotChanges(before, after map[string]string) []string {
 	}
 	return out
 }
+
+// GoTelemetryOff turns the go command's telemetry off for a test's own configuration directory
+// (its XDG_CONFIG_HOME). In a fresh one the mode is "local", and every `go` the code under test
+// runs (agentd asks `go env GOCACHE`) starts a detached telemetry sidecar that keeps writing
+// there after the process that ran it has exited, racing t.TempDir's cleanup ("directory not
+// empty").
+func GoTelemetryOff(t testing.TB, configHome string) {
+	t.Helper()
+	dir := filepath.Join(configHome, "go", "telemetry")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mode"), []byte("off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
