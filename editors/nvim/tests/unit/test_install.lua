@@ -72,4 +72,45 @@ H.test("by hand: the README's manual setup loads :Agent", function()
   H.eq(r.setup, "qwen3:8b", "setup() ran")
 end)
 
+-- packer.nvim and vim-plug: their specs are read from the README (the lua block with `use(` and
+-- the vim block with `Plug`). Both managers put <clone>/<rtp> on 'runtimepath' before Neovim
+-- loads plugins (vim-plug at plug#end(), packer in its loader); that is emulated here with the
+-- spec's own rtp value, then the spec's setup runs as the README says.
+local function readme_text()
+  local text = H.read_file(H.plugin_dir .. "/README.md")
+  H.ok(text, "README.md readable")
+  return text
+end
+
+H.test("packer.nvim: the README's spec (rtp) loads plugin/agentd.lua and its config runs", function()
+  local block = readme_text():match("```lua\n(use%(.-)\n```")
+  H.ok(block, "README has a packer `use(` block")
+  local init = "local spec\nlocal function use(s) spec = s end\n" .. block .. "\n"
+    .. "assert(spec[1] == 'agentd/agentd', 'the spec names the git repository')\n"
+    .. "vim.opt.rtp:append(" .. string.format("%q", H.repo) .. " .. '/' .. spec.rtp)\n"
+    .. "spec.config()\n"
+  local r = fresh_nvim(init)
+  H.eq(r.agent, 2, ":Agent exists")
+  H.eq(r.loaded, true, "plugin/agentd.lua ran")
+  H.eq(r.setup, "qwen3:8b", "config() ran setup()")
+  H.eq(r.errmsg, "", "no error")
+end)
+
+H.test("vim-plug: the README's Plug line (rtp) loads plugin/agentd.lua and the setup line runs", function()
+  local block = readme_text():match("```vim\n(Plug .-)\n```")
+  H.ok(block, "README has a vim-plug `Plug` block")
+  local repo, rtp = block:match("^Plug '([^']+)', { 'rtp': '([^']+)' }")
+  H.eq(repo, "agentd/agentd", "the Plug line names the git repository")
+  H.ok(rtp, "the Plug line has an rtp option:\n" .. block)
+  local setup = block:match("\n(lua [^\n]+)")
+  H.ok(setup, "a `lua …setup` line after plug#end():\n" .. block)
+  local init = "vim.opt.rtp:append(" .. string.format("%q", H.repo .. "/" .. rtp) .. ")\n"
+    .. "vim.cmd(" .. string.format("%q", setup) .. ")\n"
+  local r = fresh_nvim(init)
+  H.eq(r.agent, 2, ":Agent exists")
+  H.eq(r.loaded, true, "plugin/agentd.lua ran")
+  H.eq(r.setup, "qwen3:8b", "setup() ran")
+  H.eq(r.errmsg, "", "no error")
+end)
+
 H.done()
