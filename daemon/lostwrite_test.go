@@ -125,18 +125,25 @@ func (ed *fakeEditor) buffer(uri string) string {
 // Two editors have cart.go open; the one that opened it last (whose buffer the write goes
 // through) quits when asked to apply the accepted change. The change lands through the other
 // editor, which still has the document open: in its buffer, then on disk (its buffer was clean).
+// twoEditorsEdit opens cart.go with firstText in a first editor, then (as cartGo) in a second
+// that quits when the daemon sends it quitOn — it opened the document last, so the write goes
+// through it — and runs the edit turn from the first editor, accepting it.
+func (e *testEnv) twoEditorsEdit(firstText, quitOn string) (first *fakeEditor, uri string, last *quittingEditor) {
+	first = e.editor(true)
+	uri = first.open("cart.go", firstText)
+	e.waitHolders("cart.go", 1)
+	last = e.quittingEditor(quitOn)
+	last.open("cart.go", cartGo)
+	e.waitHolders("cart.go", 2)
+	first.prompt(first.newSession(), "rename the label")
+	first.acceptAndFinish()
+	return first, uri, last
+}
+
 func TestEditorQuittingAtApplyEditWritesThroughTheOtherEditor(t *testing.T) {
 	env := newEnv(t, map[string]string{"cart.go": cartGo})
 	want := env.oneEdit()
-	first := env.editor(true)
-	uri := first.open("cart.go", cartGo)
-	env.waitHolders("cart.go", 1)
-	last := env.quittingEditor("workspace/applyEdit")
-	last.open("cart.go", cartGo)
-	env.waitHolders("cart.go", 2)
-
-	first.prompt(first.newSession(), "rename the label")
-	first.acceptAndFinish()
+	first, uri, last := env.twoEditorsEdit(cartGo, "workspace/applyEdit")
 
 	if !last.didQuit() {
 		t.Fatal("the write never went through the editor that opened the document last (the scenario did not happen)")
@@ -211,15 +218,7 @@ func TestDirtyEditorQuittingAtApplyEditWritesNothingAndSaysSo(t *testing.T) {
 func TestEditorQuittingAtSaveWritesThroughTheOtherEditor(t *testing.T) {
 	env := newEnv(t, map[string]string{"cart.go": cartGo})
 	want := env.oneEdit()
-	first := env.editor(true)
-	uri := first.open("cart.go", cartGo)
-	env.waitHolders("cart.go", 1)
-	last := env.quittingEditor(rpc.MethodDocumentSave)
-	last.open("cart.go", cartGo)
-	env.waitHolders("cart.go", 2)
-
-	first.prompt(first.newSession(), "rename the label")
-	first.acceptAndFinish()
+	first, uri, last := env.twoEditorsEdit(cartGo, rpc.MethodDocumentSave)
 
 	if !last.didQuit() {
 		t.Fatal("the save was never asked of the editor that opened the document last")
@@ -249,15 +248,7 @@ func TestEditorQuittingAtSaveNeverWritesUnderAnotherEditorsUnsavedText(t *testin
 	env := newEnv(t, map[string]string{"cart.go": cartGo})
 	env.oneEdit()
 	dirty := strings.Replace(cartGo, "func Label", "// unsaved note by the user\nfunc Label", 1)
-	first := env.editor(true)
-	uri := first.open("cart.go", dirty)
-	env.waitHolders("cart.go", 1)
-	last := env.quittingEditor(rpc.MethodDocumentSave)
-	last.open("cart.go", cartGo)
-	env.waitHolders("cart.go", 2)
-
-	first.prompt(first.newSession(), "rename the label")
-	first.acceptAndFinish()
+	first, uri, last := env.twoEditorsEdit(dirty, rpc.MethodDocumentSave)
 
 	if !last.didQuit() {
 		t.Fatal("the save was never asked of the editor that opened the document last")
