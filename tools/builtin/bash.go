@@ -53,6 +53,10 @@ type BashDetails struct {
 	// GitUndone lists the git metadata the command planted and agentd undid (a nested
 	// repository, a changed config or hook, …): the result is then permission_denied.
 	GitUndone []gitguard.Action `json:"gitUndone,omitzero"`
+	// Unprotected lists the paths the sandbox had mounted over (protected or masked) that were
+	// removed or replaced outside it while the command ran: agentd stopped the command then,
+	// since that lifts their protection (the result is exec_failed).
+	Unprotected []string `json:"unprotected,omitzero"`
 }
 
 // Defaults of BashConfig.
@@ -336,7 +340,12 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 		OutputBytes: out.total, Truncated: out.truncated(), SpillPath: out.spillPath}
 	status := t.status(cmd.ProcessState, &d)
 	killedByUs := sent != 0
+	d.Unprotected = cmd.Unprotected()
 	switch {
+	case len(d.Unprotected) > 0:
+		status = fmt.Sprintf("stopped by agentd: %s changed outside the sandbox while the command ran (removed, or replaced "+
+			"by a rename, as git and many editors save), which lifts the sandbox's protection of it; nothing is wrong "+
+			"with the command: run it again", strings.Join(d.Unprotected, ", "))
 	case killedByUs && ctx.Err() == nil && timedOut.Load():
 		d.TimedOut = true
 		how := "stopped with SIGTERM"
@@ -382,6 +391,9 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 		return tools.Output{}, &tools.Error{Type: tools.Timeout, Message: b.String(), Details: d}
 	case d.Cancelled:
 		return tools.Output{}, &tools.Error{Type: tools.Cancelled, Message: b.String(), Details: d}
+	case len(d.Unprotected) > 0:
+		// Before the git guard's verdict: what it undid may be the user's own change.
+		return tools.Output{}, &tools.Error{Type: tools.ExecFailed, Message: b.String(), Details: d}
 	case guarded.Undone():
 		return tools.Output{}, &tools.Error{Type: tools.PermissionDenied, Message: b.String(), Details: d}
 	}

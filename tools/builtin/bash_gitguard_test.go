@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,4 +198,74 @@ git init -q "$TMPDIR/scratch" && git -C "$TMPDIR/scratch" commit -q --allow-empt
 		}
 		mustUserGit(t, f.dir, "status")
 	})
+}
+
+// TestBashStoppedWhenTheUsersGitReplacesItsConfig: the user's git saves .git/config by renaming
+// config.lock over it, which detaches the sandbox's read-only mount on it; the command is stopped
+// before it can write there, the result says why, and the user's change stays.
+func TestBashStoppedWhenTheUsersGitReplacesItsConfig(t *testing.T) {
+	sb, err := sandbox.New(sandbox.Options{Mode: sandbox.ModeBwrap})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap unavailable in CI: %v", err)
+		}
+		t.Skipf("BUBBLEWRAP UNAVAILABLE on this machine, not tested: %v", err)
+	}
+	quarantine := t.TempDir()
+	f := newFixture(t, withBash(func(b *builtin.BashConfig) {
+		b.Runner, b.Sandbox = nil, sb
+		b.Policy = daemonPolicy(t)
+		b.QuarantineDir = quarantine
+	}))
+	gitWorkspace(t, f.dir)
+	ready, gate := filepath.Join(f.dir, "ready"), filepath.Join(f.dir, "gate")
+	for _, p := range []string{ready, gate} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := make(chan tools.Result, 1)
+	go func() {
+		results <- f.call("bash", bash(`echo ready > ready; read x < gate
+			echo '[core] fsmonitor = "touch /tmp/x"' >> .git/config && echo "WROTE config"`))
+	}()
+	// The command's mounts are in place once it writes to the FIFO.
+	if b, err := os.ReadFile(ready); err != nil || string(b) != "ready\n" {
+		t.Fatalf("the command did not start: %q %v", b, err)
+	}
+	mustUserGit(t, f.dir, "config", "user.name", "the user")
+	var r tools.Result
+	select {
+	case r = <-results:
+	case <-time.After(30 * time.Second):
+		g, err := os.OpenFile(gate, os.O_RDWR, 0) // lets the command go on: the escape
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		g.WriteString("go\n")
+		r = <-results
+		t.Errorf("the command kept running after the user's git replaced .git/config:\n%s", r.Text())
+	}
+	wantType(t, r, tools.ExecFailed, "stopped by agentd: "+filepath.Join(f.dir, ".git/config")+" changed outside the sandbox")
+	if d, ok := r.Details.(builtin.BashDetails); !ok || len(d.Unprotected) != 1 {
+		t.Errorf("details: %+v", r.Details)
+	}
+	// The git guard cannot tell the user's change from one the command might have slipped in
+	// before it was stopped: it restores the version from before the command and keeps the one
+	// it found in the quarantine, where the user's change is not lost.
+	b, _ := os.ReadFile(filepath.Join(f.dir, ".git/config"))
+	if strings.Contains(string(b), "fsmonitor") || strings.Contains(string(b), "the user") {
+		t.Errorf(".git/config after the command:\n%s", b)
+	}
+	found, _ := filepath.Glob(filepath.Join(quarantine, "*", "root0", ".git", "config"))
+	if len(found) != 1 {
+		t.Fatalf("the version found is not in the quarantine: %q\n%s", found, r.Text())
+	}
+	if q, _ := os.ReadFile(found[0]); !strings.Contains(string(q), "the user") || strings.Contains(string(q), "fsmonitor") {
+		t.Errorf("quarantined .git/config:\n%s", q)
+	}
+	if !strings.Contains(r.Text(), "the version found moved to "+found[0]) {
+		t.Errorf("the result does not say where the version found is:\n%s", r.Text())
+	}
 }

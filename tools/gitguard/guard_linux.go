@@ -304,19 +304,25 @@ func (u *undoer) moveOut(rel string) (string, error) {
 
 // restore puts the recorded state bc back at rel, whose current state is ac.
 func (u *undoer) restore(rel string, bc, ac ctl, change, what string) {
-	if ac.kind != kindNone && (ac.kind != bc.kind || ac.kind != kindFile) {
-		if undo, err := u.moveOut(rel); err != nil {
+	// The version found goes to the quarantine first (a file changed in place too: it may hold
+	// a change the user made meanwhile, outside the sandbox); without a quarantine directory
+	// a file is simply overwritten.
+	out := ac.kind != kindNone && (ac.kind != bc.kind || ac.kind != kindFile || u.w.g.opts.QuarantineDir != "")
+	moved := ""
+	if out {
+		undo, err := u.moveOut(rel)
+		if err != nil {
 			u.act(rel, change, what, undo, err)
 			return
 		}
+		if u.w.g.opts.QuarantineDir != "" {
+			moved = "; the version found " + undo
+		}
 	}
 	err := u.put(rel, bc)
-	undo := "restored"
+	undo := "restored" + moved
 	if err != nil {
-		undo = "not restored"
-	}
-	if ac.kind != kindNone && (ac.kind != bc.kind || ac.kind != kindFile) && u.w.g.opts.QuarantineDir != "" {
-		undo += fmt.Sprintf("; the command's version moved to %s", filepath.Join(u.w.g.opts.QuarantineDir, u.stamp, fmt.Sprintf("root%d", u.i)))
+		undo = "not restored" + moved
 	}
 	u.act(rel, change, what, undo, err)
 }

@@ -243,6 +243,9 @@ func (s *server) startStdio(ctx context.Context, client *sdk.Client) (*conn, err
 		werr := cmd.Wait()
 		cmd.Release()
 		switch {
+		case len(cmd.Unprotected()) > 0:
+			c.exit = fmt.Errorf("the server was stopped: %s changed outside the sandbox while it ran, which lifts the "+
+				"sandbox's protection of it%s", strings.Join(cmd.Unprotected(), ", "), errTail.suffix())
 		case werr != nil:
 			c.exit = fmt.Errorf("the server process ended: %v%s", werr, errTail.suffix())
 		default:

@@ -49,7 +49,8 @@
 // to SysProcAttr but must not set Setpgid/Setctty/Foreground (Setsid already
 // made the command a session and group leader) or change the cgroup fields,
 // starts it with Cmd.Start or
-// Cmd.Run (not Cmd.Cmd.Start: they close the daemon's end of the lifeline),
+// Cmd.Run (not Cmd.Cmd.Start: they close the daemon's end of the lifeline
+// and start the mount watch), waits with Cmd.Wait (which ends that watch),
 // and calls Release after Wait (it sweeps the process group, empties and
 // removes the command's cgroup, and removes placeholders).
 //
@@ -71,6 +72,16 @@
 // SIGKILL that reaches the helper first (from the caller, or from the command
 // itself: `kill -9 0`) would leave processes that called setsid running;
 // the command's cgroup catches those (below).
+//
+// # Mounts the host takes away
+//
+// The kernel detaches a mount in every other mount namespace when the entry it
+// sits on is removed or replaced by a rename on the host (git's config.lock,
+// an editor's atomic save): the protection of a read-only .git/config or a
+// masked .env would end in the middle of a command. In bubblewrap mode the
+// package watches the host entries a command's sandbox mounted over (inotify
+// on their parent directories) from Start to Wait, and kills the command at
+// the first such change; Cmd.Unprotected names the paths (detach_linux.go).
 //
 // # Per-command cgroup and limits
 //

@@ -142,6 +142,9 @@ type Cmd struct {
 	// place (bwrap mode with v1 cgroups) is how Start places bubblewrap's
 	// child in them; nil once done.
 	place *placement
+	// watch (bwrap mode) stops the command when a path its sandbox mounted
+	// over is removed or replaced outside it; see mountWatch.
+	watch *mountWatch
 }
 
 // Start starts the command and then closes the daemon's copy of the
@@ -170,9 +173,26 @@ func (c *Cmd) Start() error {
 	}
 	if err != nil {
 		c.closeLifeline()
+	} else {
+		c.watch.start(c.Kill)
 	}
 	return err
 }
+
+// Wait waits for the command (exec.Cmd.Wait) and then ends the watch on the
+// paths its sandbox mounted over: what the host does to them afterwards (the
+// git guard restoring .git/config, say) no longer concerns the command.
+func (c *Cmd) Wait() error {
+	err := c.Cmd.Wait()
+	c.watch.stop()
+	return err
+}
+
+// Unprotected lists the paths the command's sandbox had mounted over that
+// were removed or replaced outside the sandbox while the command ran, which
+// lifts their protection (the kernel detaches such mounts): the command was
+// killed when that happened. Call it after Wait.
+func (c *Cmd) Unprotected() []string { return c.watch.changed() }
 
 // Run starts the command and waits for it.
 func (c *Cmd) Run() error {
@@ -223,6 +243,7 @@ func (c *Cmd) closeLifeline() {
 // recycled within the moment between Wait and Release in practice.
 func (c *Cmd) Release() {
 	c.once.Do(func() {
+		c.watch.stop() // before the placeholders go
 		if c.Process != nil {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
@@ -295,6 +316,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 
 	var cmd *exec.Cmd
 	var lifeline []*os.File
+	var watch *mountWatch
 	release := func() {}
 	switch s.mode {
 	case ModeBwrap:
@@ -307,6 +329,15 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			return nil, err
 		}
 		release = plan.release
+		targets := plan.targets
+		if cfg.Landlock {
+			targets = slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return slices.Contains(plan.landlocked, t) })
+		}
+		if watch, err = watchMounts(targets); err != nil {
+			release()
+			return nil, err
+		}
+		release = func() { watch.stop(); plan.release() }
 		if !s.feat.Cgroup.Kill() {
 			// Without a cgroup of its own, nothing would stop a command
 			// whose outer bwrap was killed before bubblewrap armed
@@ -387,7 +418,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		deathSig = syscall.SIGTERM
 	}
 	finish(cmd, env, dir, deathSig)
-	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline}
+	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline, watch: watch}
 	if err := s.attachCgroup(c, p); err != nil {
 		c.Release()
 		return nil, err
@@ -496,6 +527,9 @@ type bwrapPlan struct {
 	args    []string
 	gaps    []string
 	release func()
+	// targets are the host paths mounted over (see mountWatch); landlocked are those of them
+	// that mask paths Landlock also denies reading ($HOME secrets, histories, agentd's state).
+	targets, landlocked []string
 }
 
 // planBwrap builds the bubblewrap arguments. Mounts are applied in order of
@@ -544,6 +578,7 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 			add(real, "--ro-bind", "/dev/null", real)
 		}
 		masked = append(masked, real)
+		plan.landlocked = append(plan.landlocked, real)
 	}
 	if p.Network {
 		// /etc/resolv.conf often points into /run (systemd-resolved).
@@ -602,8 +637,27 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 
 	sort.SliceStable(ops, func(i, j int) bool { return depth(ops[i].dst) < depth(ops[j].dst) })
 	args := bwrapBaseArgs(p.Network)
+	top := map[string]string{} // destination → the kind of the last mount there
 	for _, o := range ops {
 		args = append(args, o.args...)
+		if o.args[0] != "--remount-ro" {
+			top[o.dst] = o.args[0]
+		}
+	}
+	// The host entries mounted over: each destination whose parent lies on a bind of the host
+	// (/ included), not on a file system of the sandbox's own (tmpfs, /dev, /proc).
+	for _, o := range ops {
+		switch o.dst {
+		case "/", "/dev", "/proc", "/tmp", "/run":
+			continue
+		}
+		a := filepath.Dir(o.dst)
+		for top[a] == "" {
+			a = filepath.Dir(a)
+		}
+		if k := top[a]; k != "--tmpfs" && k != "--dev" && k != "--proc" && !slices.Contains(plan.targets, o.dst) {
+			plan.targets = append(plan.targets, o.dst)
+		}
 	}
 	args = append(args, "--chdir", dir)
 	plan.args = args
