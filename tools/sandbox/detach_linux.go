@@ -35,10 +35,10 @@ type mountWatch struct {
 	all   []string
 
 	once sync.Once
-	done chan struct{} // closed when the reader has returned; nil until start
 
-	mu  sync.Mutex
-	hit []string
+	mu      sync.Mutex
+	stopped bool
+	hit     []string
 }
 
 const mountWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
@@ -79,9 +79,7 @@ func (w *mountWatch) start(kill func()) {
 	if w == nil {
 		return
 	}
-	w.done = make(chan struct{})
 	go func() {
-		defer close(w.done)
 		const head = unix.SizeofInotifyEvent
 		buf := make([]byte, 8*(head+unix.NAME_MAX+1))
 		for {
@@ -108,26 +106,31 @@ func (w *mountWatch) start(kill func()) {
 				}
 			}
 			if len(hit) > 0 {
+				// Under the lock: once stop has returned, nothing is killed (the command's
+				// process group id may be anyone's after Wait).
 				w.mu.Lock()
-				w.hit = append(w.hit, hit...)
+				if !w.stopped {
+					w.hit = append(w.hit, hit...)
+					kill()
+				}
 				w.mu.Unlock()
-				kill()
 			}
 		}
 	}()
 }
 
-// stop ends the watch (idempotent) and waits for the reader. Call it from the goroutine that
-// called start, or one started after it.
+// stop ends the watch (idempotent): no change is recorded and nothing is killed after it returns.
+// The inotify instance is closed in the background: closing one waits for an SRCU grace period
+// in the kernel (10–13 ms a command here).
 func (w *mountWatch) stop() {
 	if w == nil {
 		return
 	}
 	w.once.Do(func() {
-		w.f.Close()
-		if w.done != nil {
-			<-w.done
-		}
+		w.mu.Lock()
+		w.stopped = true
+		w.mu.Unlock()
+		go w.f.Close()
 	})
 }
 
