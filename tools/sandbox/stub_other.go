@@ -37,6 +37,9 @@ func (c *Cmd) Kill() {}
 // Events are empty here.
 func (c *Cmd) Events() ResourceEvents { return ResourceEvents{} }
 
+// Unprotected is always empty: nothing is mounted.
+func (c *Cmd) Unprotected() []string { return nil }
+
 // Detect reports that nothing is available on this OS.
 func Detect() Features {
 	return Features{Arch: runtime.GOARCH, BwrapErr: "not Linux", LandlockErr: "not Linux", SeccompErr: "not Linux"}
