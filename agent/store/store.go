@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/internal/atomicfile"
 )
 
 // Directory and file names under the state directory.
@@ -144,47 +145,8 @@ func randomHex(n int) string {
 // writeFileAtomic replaces path with data: temporary file in the same directory, fsync, rename,
 // directory fsync. A reader sees the old content or the new, never a mix.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	done = true
-	return syncDir(dir)
+	return atomicfile.WriteWith(path, data, atomicfile.Options{TempPrefix: tmpPrefix, StrictDirSync: true})
 }
 
-// syncDir fsyncs a directory so a new or renamed entry in it survives a power loss. File systems
-// that refuse to fsync a directory are not an error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
-		return err
-	}
-	return nil
-}
+// syncDir fsyncs a directory so a new or renamed entry in it survives a power loss.
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }

@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,5 +38,27 @@ func TestWriteReplacesAndLeavesNoTemp(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Errorf("a failed write left %d entries, want 2 (the file and the directory): %v", len(ents), ents)
+	}
+}
+
+// TestWriteWithOptions: the store's two ways (its temporary prefix, with strict fsyncs or none)
+// replace the content alike and leave no temporary file.
+func TestWriteWithOptions(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "meta.json")
+	for _, o := range []Options{{TempPrefix: ".tmp-", StrictDirSync: true}, {TempPrefix: ".tmp-", NoSync: true}} {
+		want := []byte(fmt.Sprintf("%+v\n", o))
+		if err := WriteWith(p, want, o); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != string(want) {
+			t.Errorf("%+v: %q, %v", o, b, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("%+v: %d entries, want only the file: %v", o, len(ents), ents)
+		}
+	}
+	if err := SyncDir(filepath.Join(dir, "missing")); err == nil {
+		t.Error("SyncDir of a missing directory succeeded")
 	}
 }
