@@ -75,12 +75,16 @@ type server struct {
 
 // conn is one running instance of a server.
 type conn struct {
-	cs     *sdk.ClientSession
-	done   chan struct{} // closed when the instance has ended (process reaped, session closed)
-	exit   error         // why it ended; set before done is closed
-	stop   context.CancelFunc
-	stderr *tail
-	pid    int
+	cs   *sdk.ClientSession
+	done chan struct{} // closed when the instance has ended (process reaped, session closed)
+	exit error         // why it ended; set before done is closed
+	// unprotected: the sandbox stopped it because a path it mounted over changed outside
+	// (sandbox.Cmd.Unprotected); set before done is closed. Such a restart is not the server's
+	// failure and does not count against its budget.
+	unprotected bool
+	stop        context.CancelFunc
+	stderr      *tail
+	pid         int
 }
 
 func (c *conn) alive() bool {
@@ -244,6 +248,7 @@ func (s *server) startStdio(ctx context.Context, client *sdk.Client) (*conn, err
 		cmd.Release()
 		switch {
 		case len(cmd.Unprotected()) > 0:
+			c.unprotected = true
 			c.exit = fmt.Errorf("the server was stopped: %s changed outside the sandbox while it ran, which lifts the "+
 				"sandbox's protection of it%s", strings.Join(cmd.Unprotected(), ", "), errTail.suffix())
 		case werr != nil:
@@ -329,16 +334,19 @@ func (s *server) session(ctx context.Context) (*conn, error) {
 	if s.conn != nil && s.conn.alive() {
 		return s.conn, nil
 	}
+	free := false
 	if s.conn != nil {
-		s.err = s.conn.exit
+		s.err, free = s.conn.exit, s.conn.unprotected
 		s.conn = nil
 	}
-	if s.restarts >= s.cfg.Restarts() {
+	if !free && s.restarts >= s.cfg.Restarts() {
 		s.state = StateFailed
 		return nil, tools.Errorf(tools.ExecFailed, "MCP server %s is not running (%v) and was already restarted %d time(s) in this session; it is not started again until the next session",
 			s.cfg.Name, s.err, s.restarts)
 	}
-	s.restarts++
+	if !free {
+		s.restarts++
+	}
 	slog.Warn("restarting an MCP server", "server", s.cfg.Name, "restart", s.restarts, "why", s.err)
 	c, err := s.start(ctx)
 	if err != nil {

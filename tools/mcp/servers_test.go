@@ -344,3 +344,46 @@ func TestServerThatFloodsItsOutputFailsToStart(t *testing.T) {
 		t.Fatalf("a flooding server: %+v", st)
 	}
 }
+
+// TestServerStoppedByAHostReplacementRestartsFree: the user's git renaming config.lock over
+// .git/config detaches the sandbox's read-only mount on it; the server is stopped (it could
+// write there now), says why, and starts again at the next call without using its restart budget
+// (none here): the server did nothing wrong.
+func TestServerStoppedByAHostReplacementRestartsFree(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(ws, ".git", "config")
+	if err := os.WriteFile(config, []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc := ServerConfig{Name: "everything", Command: "node", Args: []string{npmServer(t, "everything")}, MaxRestarts: new(int)}
+	set := startSet(t, ws, sc)
+	echo := lookup(t, set, "everything__echo")
+	srv := echo.srv
+	srv.mu.Lock()
+	c := srv.conn
+	srv.mu.Unlock()
+	if sb := srv.opts.Sandbox; sb.Mode() != sandbox.ModeBwrap {
+		t.Skipf("sandbox mode %s mounts nothing", sb.Mode())
+	}
+	if err := os.WriteFile(config+".lock", []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(config+".lock", config); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server kept running after .git/config was replaced on the host")
+	}
+	if !strings.Contains(c.exit.Error(), config+" changed outside the sandbox") {
+		t.Errorf("exit: %v", c.exit)
+	}
+	out, err := run(context.Background(), t, echo, `{"message":"again"}`)
+	if err != nil || !strings.Contains(textOf(out), "again") {
+		t.Fatalf("after the stop: %q, %v", textOf(out), err)
+	}
+}
