@@ -32,7 +32,7 @@ import (
 type mountWatch struct {
 	f     *os.File
 	names map[int32]map[string]string // watch descriptor → entry name → mounted path
-	all   []string
+	ids   map[string][2]uint64        // mounted path → device and inode when the watch began
 
 	once sync.Once
 
@@ -54,7 +54,8 @@ func watchMounts(targets []string) (*mountWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: watching the mounted paths: %w", err)
 	}
-	w := &mountWatch{f: os.NewFile(uintptr(fd), "inotify"), names: map[int32]map[string]string{}, all: targets}
+	w := &mountWatch{f: os.NewFile(uintptr(fd), "inotify"), names: map[int32]map[string]string{},
+		ids: map[string][2]uint64{}}
 	wds := map[string]int32{}
 	for _, t := range targets {
 		dir := filepath.Dir(t)
@@ -70,8 +71,18 @@ func watchMounts(targets []string) (*mountWatch, error) {
 			w.names[wd] = map[string]string{}
 		}
 		w.names[wd][filepath.Base(t)] = t
+		w.ids[t] = identity(t)
 	}
 	return w, nil
+}
+
+// identity is p's device and inode ({0, 0} when p is missing).
+func identity(p string) [2]uint64 {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return [2]uint64{}
+	}
+	return [2]uint64{st.Dev, st.Ino}
 }
 
 // start reads events until stop is called, and calls kill at each change to a mounted path.
@@ -80,32 +91,13 @@ func (w *mountWatch) start(kill func()) {
 		return
 	}
 	go func() {
-		const head = unix.SizeofInotifyEvent
-		buf := make([]byte, 8*(head+unix.NAME_MAX+1))
+		buf := make([]byte, 64<<10)
 		for {
 			n, err := w.f.Read(buf)
 			if err != nil {
 				return // closed by stop
 			}
-			var hit []string
-			for off := 0; off+head <= n; {
-				wd := int32(binary.NativeEndian.Uint32(buf[off:]))
-				mask := binary.NativeEndian.Uint32(buf[off+4:])
-				l := int(binary.NativeEndian.Uint32(buf[off+12:]))
-				name := string(buf[off+head : off+head+l])
-				if i := strings.IndexByte(name, 0); i >= 0 {
-					name = name[:i]
-				}
-				off += head + l
-				switch {
-				case mask&unix.IN_Q_OVERFLOW != 0:
-					// Events were lost: any mounted path may have changed.
-					hit = append(hit, w.all...)
-				case w.names[wd][name] != "":
-					hit = append(hit, w.names[wd][name])
-				}
-			}
-			if len(hit) > 0 {
+			if hit := w.changes(buf[:n]); len(hit) > 0 {
 				// Under the lock: once stop has returned, nothing is killed (the command's
 				// process group id may be anyone's after Wait).
 				w.mu.Lock()
@@ -117,6 +109,34 @@ func (w *mountWatch) start(kill func()) {
 			}
 		}
 	}()
+}
+
+// changes returns the mounted paths that the inotify events in buf say changed.
+func (w *mountWatch) changes(buf []byte) (hit []string) {
+	const head = unix.SizeofInotifyEvent
+	for off := 0; off+head <= len(buf); {
+		wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+		mask := binary.NativeEndian.Uint32(buf[off+4:])
+		l := int(binary.NativeEndian.Uint32(buf[off+12:]))
+		name := string(buf[off+head : off+head+l])
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		off += head + l
+		switch {
+		case mask&unix.IN_Q_OVERFLOW != 0:
+			// Events were lost (a command creating entries faster than they are read): a
+			// mounted path that is gone or another file now counts as changed.
+			for t, id := range w.ids {
+				if identity(t) != id {
+					hit = append(hit, t)
+				}
+			}
+		case w.names[wd][name] != "":
+			hit = append(hit, w.names[wd][name])
+		}
+	}
+	return hit
 }
 
 // stop ends the watch (idempotent): no change is recorded and nothing is killed after it returns.

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // renameOver replaces p the way git (config.lock) and many editors save: a new
@@ -139,5 +142,36 @@ func readAll(r *bufio.Reader) string {
 		if err != nil {
 			return b.String()
 		}
+	}
+}
+
+// TestMountWatchOverflow: when the kernel's event queue overflowed, a mounted path counts as
+// changed only if it is gone or another file now, so that a command flooding its workspace with
+// new entries is not stopped for nothing, and a replacement hidden in the flood still stops it.
+func TestMountWatchOverflow(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	mustWrite(t, a, "a\n")
+	mustWrite(t, b, "b\n")
+	w, err := watchMounts([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.stop()
+	overflow := make([]byte, unix.SizeofInotifyEvent)
+	binary.NativeEndian.PutUint32(overflow[0:], ^uint32(0)) // wd -1
+	binary.NativeEndian.PutUint32(overflow[4:], unix.IN_Q_OVERFLOW)
+	if hit := w.changes(overflow); len(hit) != 0 {
+		t.Errorf("nothing changed, yet %q", hit)
+	}
+	if err := renameOver(b); err != nil {
+		t.Fatal(err)
+	}
+	if hit := w.changes(overflow); !slices.Equal(hit, []string{b}) {
+		t.Errorf("after b was replaced: %q, want [%s]", hit, b)
+	}
+	os.Remove(a)
+	if hit := w.changes(overflow); len(hit) != 2 {
+		t.Errorf("after a was removed too: %q", hit)
 	}
 }
