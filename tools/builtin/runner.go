@@ -78,6 +78,9 @@ func NewSandboxRunner(sb *sandbox.Sandbox, p sandbox.Policy, ws *fsafe.Workspace
 			p.ProtectedPaths = append(p.ProtectedPaths, strings.TrimSuffix(pp, "/"))
 		}
 	}
+	// Placeholders an agentd killed during a command left in these roots go now, not at the
+	// next command.
+	sandbox.SweepPlaceholders(p.WorkspaceRoots, p.ProtectedPaths)
 	return &SandboxRunner{Sandbox: sb, Policy: p}
 }
 

@@ -845,10 +845,13 @@ func claimPlaceholder(p string) (held bool, fi fs.FileInfo, err error) {
 		delete(placeholders.m, p)
 	}
 	fi, err = os.Lstat(p)
+	if err == nil && removeStale(p) {
+		fi, err = nil, fs.ErrNotExist
+	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return false, fi, err
 	}
-	if err := os.Mkdir(p, 0o555); err != nil {
+	if err := makePlaceholder(p); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return false, nil, errAppeared
 		}

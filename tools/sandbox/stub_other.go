@@ -37,6 +37,9 @@ func (c *Cmd) Kill() {}
 // Events are empty here.
 func (c *Cmd) Events() ResourceEvents { return ResourceEvents{} }
 
+// SweepPlaceholders does nothing here: no placeholders are made.
+func SweepPlaceholders(roots, protected []string) {}
+
 // Unprotected is always empty: nothing is mounted.
 func (c *Cmd) Unprotected() []string { return nil }
 
