@@ -65,6 +65,19 @@ local function params(id, hunks)
   }
 end
 
+-- request delivers review/requested and, when its placement began (its file is open: placed is
+-- false until the last hunk), waits until its marks are placed: placement is time-sliced, and on a
+-- loaded machine the rest of the hunks come on later loop turns.
+local function request(p)
+  review.on_requested(nil, p)
+  local r = review.reviews[p.reviewId]
+  if r and r.placed == false then
+    H.wait(function()
+      return r.placed or review.reviews[p.reviewId] ~= r
+    end, 5000, "review " .. p.reviewId .. " placed")
+  end
+end
+
 local two = {
   { id = "hA", oldStart = 5, oldLines = 2, newStart = 5, newLines = 1, removed = { "line 5", "line 6" }, added = { "LINE FIVE" } },
   { id = "hB", oldStart = 10, oldLines = 1, newStart = 9, newLines = 2, removed = { "\tindented 10" }, added = { "\tten", "\televen" } },
@@ -81,7 +94,7 @@ local function unchanged()
 end
 
 H.test("review/requested places line highlights, signs and virt_lines", function()
-  review.on_requested(nil, params("r-1", two))
+  request(params("r-1", two))
   local m = marks()
   -- hunk A: 2 removed lines (rows 4, 5); hunk B: 1 line (row 9)
   local rows = {}
@@ -184,7 +197,7 @@ end)
 
 H.test("reject the whole file with a reason", function()
   sent = {}
-  review.on_requested(nil, params("r-2", two))
+  request(params("r-2", two))
   local inputs = H.stub_input("keep the old names")
   vim.cmd("AgentReject!")
   H.wait(function()
@@ -199,7 +212,7 @@ end)
 
 H.test("cancelling the reason prompt does not reject", function()
   sent = {}
-  review.on_requested(nil, params("r-3", two))
+  request(params("r-3", two))
   local inputs = H.stub_input(nil)
   vim.cmd("AgentReject!")
   H.wait(function()
@@ -218,7 +231,7 @@ end)
 
 H.test("accept the whole file", function()
   sent = {}
-  review.on_requested(nil, params("r-4", two))
+  request(params("r-4", two))
   vim.cmd("AgentAccept!")
   H.wait(function()
     return #sent == 1
@@ -229,7 +242,7 @@ end)
 
 H.test("a range accepts the hunks it touches", function()
   sent = {}
-  review.on_requested(nil, params("r-5", two))
+  request(params("r-5", two))
   vim.cmd("4,12AgentAccept")
   H.wait(function()
     return #sent == 1
@@ -240,7 +253,7 @@ end)
 
 H.test("rejecting every hunk one by one asks for the reason at the end", function()
   sent = {}
-  review.on_requested(nil, params("r-6", two))
+  request(params("r-6", two))
   local inputs = H.stub_input("no")
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   vim.cmd("AgentReject")
@@ -256,7 +269,7 @@ H.test("rejecting every hunk one by one asks for the reason at the end", functio
 end)
 
 H.test("settled elsewhere: marks cleared and the user is told", function()
-  review.on_requested(nil, params("r-7", two))
+  request(params("r-7", two))
   review.on_resolved(nil, { reviewId = "r-7", sessionId = "s-1", outcome = "rejected", by = "timeout" })
   H.eq(#marks(), 0, "cleared")
   H.ok(H.notified("after the timeout"), "notified")
@@ -264,7 +277,7 @@ end)
 
 H.test("a pure insertion at the top shows above the first line", function()
   sent = {}
-  review.on_requested(nil, params("r-8", {
+  request(params("r-8", {
     { id = "hT", oldStart = 1, oldLines = 0, newStart = 1, newLines = 2, removed = {}, added = { "// header 1", "// header 2" } },
     { id = "hE", oldStart = 31, oldLines = 0, newStart = 33, newLines = 1, removed = {}, added = { "// trailer" } },
   }))
@@ -290,7 +303,7 @@ end)
 
 H.test("hunks are found again when the buffer moved them", function()
   vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "new 1", "new 2" })
-  review.on_requested(nil, params("r-9", two))
+  request(params("r-9", two))
   local m = marks()
   H.eq(m[1][2], 6, "hunk A found 2 lines lower")
   H.eq(m[3][2], 11, "hunk B found 2 lines lower")
@@ -306,7 +319,7 @@ H.test("a review for a file not open is shown when the file is opened", function
   local p = params("r-10", { { id = "hO", oldStart = 2, oldLines = 1, newStart = 2, newLines = 1, removed = { "b" }, added = { "B" } } })
   p.file.uri = vim.uri_from_fname(other)
   p.file.path = "other.txt"
-  review.on_requested(nil, p)
+  request(p)
   H.ok(H.notified("other.txt"), "user told about the review")
   H.eq(vim.fn.bufnr(other), -1, "file not loaded behind the user's back")
   vim.cmd("AgentReview")
@@ -338,7 +351,7 @@ H.test('review.open = "split" shows the file in a split and keeps the focus', fu
   local p = params("r-split", { { id = "hS", oldStart = 1, oldLines = 1, newStart = 1, newLines = 1, removed = { "x" }, added = { "X" } } })
   p.file.uri = vim.uri_from_fname(third)
   p.file.path = "third.txt"
-  review.on_requested(nil, p)
+  request(p)
   H.eq(vim.api.nvim_get_current_win(), win, "focus kept")
   local tb = vim.fn.bufnr(third)
   H.ok(tb ~= -1 and #vim.fn.win_findbuf(tb) == 1, "file shown in a window")
@@ -355,7 +368,7 @@ H.test("a new file is reviewed in a diff buffer", function()
   p.file.path = "new.txt"
   p.file.created = true
   p.file.unifiedDiff = "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n"
-  review.on_requested(nil, p)
+  request(p)
   vim.cmd("AgentReview")
   local db = vim.api.nvim_get_current_buf()
   H.contains(vim.api.nvim_buf_get_name(db), "agentd://review/r-11", "diff buffer")
@@ -372,7 +385,7 @@ end)
 H.test(":AgentAllow accepts for the session with a scope (label stripped)", function()
   vim.cmd("buffer " .. buf)
   sent = {}
-  review.on_requested(nil, params("r-12", two))
+  request(params("r-12", two))
   H.stub_select(H.pick("edits of cart.go"))
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   vim.cmd("AgentAllow")
@@ -404,7 +417,7 @@ end
 H.test("<leader>aa moves to the next pending hunk; <leader>aR rejects the rest with a reason and keeps the accepted hunk", function()
   vim.cmd("buffer " .. buf)
   sent = {}
-  review.on_requested(nil, params("r-20", two))
+  request(params("r-20", two))
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   vim.cmd("normal \\aa")
   H.eq(cur_row(), 10, "cursor on the next pending hunk")
@@ -423,7 +436,7 @@ end)
 
 H.test("<leader>aA accepts the rest; a hunk rejected before stays rejected", function()
   sent = {}
-  review.on_requested(nil, params("r-21", two))
+  request(params("r-21", two))
   vim.api.nvim_win_set_cursor(0, { 10, 0 })
   vim.cmd("normal \\ar")
   H.eq(cur_row(), 5, "wrapped to the pending hunk above")
@@ -437,7 +450,7 @@ end)
 
 H.test("<leader>au undoes a hunk decision until the file is settled", function()
   sent = {}
-  review.on_requested(nil, params("r-22", two))
+  request(params("r-22", two))
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   vim.cmd("normal \\aa")
   H.contains(label_of(1), "✓ accepted", "hunk 1 accepted")
@@ -463,11 +476,11 @@ H.test("after a file's last hunk the cursor goes to the next file's pending hunk
   sent = {}
   local other = dir .. "/next.txt"
   H.write_file(other, "a\nb\nc\nd\n")
-  review.on_requested(nil, params("r-23", { two[1] }))
+  request(params("r-23", { two[1] }))
   local p = params("r-24", { { id = "hN", oldStart = 3, oldLines = 1, newStart = 3, newLines = 1, removed = { "c" }, added = { "C" } } })
   p.file.uri = vim.uri_from_fname(other)
   p.file.path = "next.txt"
-  review.on_requested(nil, p)
+  request(p)
   vim.api.nvim_win_set_cursor(0, { 5, 0 })
   vim.cmd("normal \\aa")
   H.wait(function()
@@ -485,7 +498,7 @@ H.test("after a file's last hunk the cursor goes to the next file's pending hunk
 end)
 
 H.test("the keys are shown in a hint line above the review and in :help agentd", function()
-  review.on_requested(nil, params("r-25", two))
+  request(params("r-25", two))
   local hints = vim.api.nvim_buf_get_extmarks(buf, review.hint_ns, 0, -1, { details = true })
   H.eq(#hints, 1, "one hint per review")
   H.eq(hints[1][2], 4, "above the first hunk")
@@ -515,7 +528,7 @@ H.test("the status says 'waiting for your review' while a review of the running 
   session.running["s-1"] = "t1"
   session.progress = { message = "Thinking…" }
   H.contains(session.status(), "Thinking…", "before the review")
-  review.on_requested(nil, params("r-26", two))
+  request(params("r-26", two))
   H.contains(session.status(), "waiting for your review", "while it waits")
   H.ok(not session.status():find("Thinking", 1, true), "not 'Thinking…': " .. session.status())
   review.on_resolved(nil, { reviewId = "r-26", sessionId = "s-1", outcome = "rejected", by = "turnEnded" })
@@ -535,7 +548,7 @@ H.test("an already settled review (-32804) is cleared without an error", functio
       cb({ code = -32804, message = "review already resolved" }, nil)
     end)
   end
-  review.on_requested(nil, params("r-13", two))
+  request(params("r-13", two))
   vim.cmd("AgentAccept!")
   H.wait(function()
     return #marks() == 0
