@@ -1477,10 +1477,17 @@ async function openFile(page, name) {
 }
 
 /** Focuses the editor of the active group with the keyboard (a click may land on a review's
- * comment thread inside it) and waits until it has the focus. */
+ * comment thread inside it) and waits until it has the focus, pressing again while it has not: on
+ * a loaded machine a key pressed while the workbench is busy can be lost (a soak run timed out
+ * after one press). */
 async function focusEditor(page) {
-	await page.keyboard.press("Control+1");
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	const focused = page.locator(".editor-group-container.active .monaco-editor.focused").first();
+	const deadline = Date.now() + 20000;
+	for (;;) {
+		await page.keyboard.press("Control+1");
+		if (await focused.waitFor({ timeout: 2000 }).then(() => true, () => false)) return;
+		if (Date.now() > deadline) throw new Error("timed out waiting for the active editor to have the focus (Ctrl+1 pressed every 2 s for 20 s)");
+	}
 }
 
 async function instructionsScenario({ page, chat, fake }) {
