@@ -40,6 +40,36 @@ func daemonPolicy(t *testing.T) sandbox.Policy {
 	return sandbox.Policy{TmpDir: t.TempDir(), ProtectedPaths: sandbox.DefaultProtectedPaths}
 }
 
+// gitFixture is a fixture over a git workspace (gitWorkspace) whose bash runs in sb under the
+// daemon's policy, the git guard quarantining into quarantine ("": nowhere, it deletes).
+func gitFixture(t *testing.T, sb *sandbox.Sandbox, quarantine string, more ...func(*builtin.BashConfig)) *fixture {
+	t.Helper()
+	f := newFixture(t, withBash(func(b *builtin.BashConfig) {
+		b.Runner, b.Sandbox = nil, sb
+		b.Policy = daemonPolicy(t)
+		b.QuarantineDir = quarantine
+		for _, m := range more {
+			m(b)
+		}
+	}))
+	gitWorkspace(t, f.dir)
+	return f
+}
+
+// bwrapSandbox is the bubblewrap sandbox. A machine without it skips the test with the reason,
+// except under CI=true, where .ci/run installs it.
+func bwrapSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{Mode: sandbox.ModeBwrap})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap unavailable in CI: %v", err)
+		}
+		t.Skipf("BUBBLEWRAP UNAVAILABLE on this machine, not tested: %v", err)
+	}
+	return sb
+}
+
 // userGit runs the user's own git, unsandboxed, as the user would after the command; its
 // failure is returned, not fatal (a repository the guard took apart may make git complain).
 func userGit(dir string, args ...string) string {
@@ -129,12 +159,7 @@ func TestBashUndoesPlantedGitMetadata(t *testing.T) {
 		for _, a := range gitAttacks {
 			t.Run(a.name, func(t *testing.T) {
 				quarantine := t.TempDir()
-				f := newFixture(t, withBash(func(b *builtin.BashConfig) {
-					b.Runner, b.Sandbox = nil, sb
-					b.Policy = daemonPolicy(t)
-					b.QuarantineDir = quarantine
-				}))
-				gitWorkspace(t, f.dir)
+				f := gitFixture(t, sb, quarantine)
 				marker := filepath.Join(t.TempDir(), "ran")
 				r := f.call("bash", bash(evilScript(marker)+a.script))
 				var log strings.Builder
@@ -160,12 +185,7 @@ func TestBashUndoesPlantedGitMetadata(t *testing.T) {
 // TestBashGitGuardRunsWhenTheCommandTimesOut: the undo happens however the command ends.
 func TestBashGitGuardRunsWhenTheCommandTimesOut(t *testing.T) {
 	forSandboxModes(t, func(t *testing.T, sb *sandbox.Sandbox) {
-		f := newFixture(t, withBash(func(b *builtin.BashConfig) {
-			b.Runner, b.Sandbox = nil, sb
-			b.Policy = daemonPolicy(t)
-			b.Grace = 200 * time.Millisecond
-		}))
-		gitWorkspace(t, f.dir)
+		f := gitFixture(t, sb, "", func(b *builtin.BashConfig) { b.Grace = 200 * time.Millisecond })
 		r := f.call("bash", map[string]any{"command": "git init -q sub && exec sleep 1000", "timeout": 1})
 		wantType(t, r, tools.Timeout, "timed out", "created sub/.git (a nested git repository): deleted")
 		if _, err := os.Lstat(filepath.Join(f.dir, "sub/.git")); !os.IsNotExist(err) {
@@ -178,12 +198,7 @@ func TestBashGitGuardRunsWhenTheCommandTimesOut(t *testing.T) {
 // scratch repository under $TMPDIR) are not reported.
 func TestBashOrdinaryGitIsLeftAlone(t *testing.T) {
 	forSandboxModes(t, func(t *testing.T, sb *sandbox.Sandbox) {
-		f := newFixture(t, withBash(func(b *builtin.BashConfig) {
-			b.Runner, b.Sandbox = nil, sb
-			b.Policy = daemonPolicy(t)
-			b.QuarantineDir = t.TempDir()
-		}))
-		gitWorkspace(t, f.dir)
+		f := gitFixture(t, sb, t.TempDir())
 		script := `set -e
 export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@a
 echo b > a.txt && git add a.txt && git commit -qm two
@@ -204,20 +219,8 @@ git init -q "$TMPDIR/scratch" && git -C "$TMPDIR/scratch" commit -q --allow-empt
 // config.lock over it, which detaches the sandbox's read-only mount on it; the command is stopped
 // before it can write there, the result says why, and the user's change stays.
 func TestBashStoppedWhenTheUsersGitReplacesItsConfig(t *testing.T) {
-	sb, err := sandbox.New(sandbox.Options{Mode: sandbox.ModeBwrap})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bubblewrap unavailable in CI: %v", err)
-		}
-		t.Skipf("BUBBLEWRAP UNAVAILABLE on this machine, not tested: %v", err)
-	}
 	quarantine := t.TempDir()
-	f := newFixture(t, withBash(func(b *builtin.BashConfig) {
-		b.Runner, b.Sandbox = nil, sb
-		b.Policy = daemonPolicy(t)
-		b.QuarantineDir = quarantine
-	}))
-	gitWorkspace(t, f.dir)
+	f := gitFixture(t, bwrapSandbox(t), quarantine)
 	ready, gate := filepath.Join(f.dir, "ready"), filepath.Join(f.dir, "gate")
 	for _, p := range []string{ready, gate} {
 		if err := syscall.Mkfifo(p, 0o600); err != nil {

@@ -2,7 +2,6 @@ package builtin_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,13 +59,7 @@ func TestBashApprovalOpensTheNamedSocket(t *testing.T) {
 // readable by that command, and only that file; a command without the approval reads nothing,
 // however it spells the name.
 func TestBashApprovedSensitiveRead(t *testing.T) {
-	sb, err := sandbox.New(sandbox.Options{Mode: sandbox.ModeBwrap})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("bubblewrap unavailable in CI: %v", err)
-		}
-		t.Skipf("BUBBLEWRAP UNAVAILABLE on this machine (only it masks single files), not tested: %v", err)
-	}
+	sb := bwrapSandbox(t) // only it masks single files
 	f := newFixture(t, withBash(func(b *builtin.BashConfig) {
 		b.Runner, b.Sandbox = nil, sb
 		b.Policy = daemonPolicy(t)
