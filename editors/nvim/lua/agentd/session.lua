@@ -89,9 +89,31 @@ function M.new(title, cb)
 end
 
 --- Attaches to a session (live or stored) and shows its history and pending reviews.
+-- Updates the daemon sends from the moment it attached this editor can arrive before the
+-- session/attach result. They come after the result's history, so they are kept (on_update) until
+-- the history is shown, then applied (end_attach with replay), or dropped when the attach failed.
+local function begin_attach(session_id)
+  local a = { sessionId = session_id, buffered = {} }
+  M._attaching = a
+  return a
+end
+
+local function end_attach(a, replay)
+  if M._attaching == a then
+    M._attaching = nil
+  end
+  if replay then
+    for _, params in ipairs(a.buffered) do
+      M.on_update(nil, params)
+    end
+  end
+end
+
 function M.attach(session_id, cb)
+  local attaching = begin_attach(session_id)
   client.request(protocol.request.session_attach, { sessionId = session_id }, function(err, result)
     if err then
+      end_attach(attaching, false)
       util.error("session/attach failed: " .. util.err_text(err))
       return
     end
@@ -108,6 +130,7 @@ function M.attach(session_id, cb)
     for _, r in ipairs(result.pendingReviews or {}) do
       require("agentd.review").on_requested(nil, r)
     end
+    end_attach(attaching, true)
     if previous and previous.sessionId ~= session_id and not M.is_running(previous.sessionId) then
       client.request(protocol.request.session_detach, { sessionId = previous.sessionId })
     end
@@ -405,6 +428,10 @@ function M.on_update(_, params)
     return
   end
   local sid, u = params.sessionId, params.update
+  if M._attaching and M._attaching.sessionId == sid then
+    table.insert(M._attaching.buffered, params)
+    return
+  end
   if params.seq then
     local last = M.last_seq[sid]
     if last and params.seq > last + 1 then
@@ -473,8 +500,10 @@ function M.on_connect(c, done)
     done()
     return
   end
+  local attaching = begin_attach(cur.sessionId)
   require("agentd.compat").request(c, protocol.request.session_attach, { sessionId = cur.sessionId }, function(err, result)
     if err then
+      end_attach(attaching, false)
       util.warn("could not resume session " .. cur.sessionId .. ": " .. util.err_text(err) .. " (a new one starts with the next prompt)")
       M.current = nil
       changed("session")
@@ -485,6 +514,7 @@ function M.on_connect(c, done)
       for _, r in ipairs(result.pendingReviews or {}) do
         require("agentd.review").on_requested(nil, r)
       end
+      end_attach(attaching, true)
       changed("session")
     end
     client.ready = true

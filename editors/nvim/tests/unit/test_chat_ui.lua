@@ -323,6 +323,60 @@ H.test(":q in the log leaves the prompt box alone; :AgentChat shows one of each 
   one_of_each(":AgentChat")
 end)
 
+H.test("updates that arrive before the attach result are shown after the history, once", function()
+  local client = require("agentd.client")
+  local reply
+  client.request = function(method, params, cb)
+    if method == "session/attach" then
+      reply = cb
+    end
+  end
+  session.current = { sessionId = "s-1", title = "fix the cart", model = "qwen3:8b", approvalMode = "ask" }
+  session.attach("s-7")
+  -- The daemon attached this editor and a turn goes on: its first updates overtake the result.
+  session.on_update(nil, { sessionId = "s-7", turnId = "t4", seq = 1, update = { type = "textDelta", text = "early " } })
+  session.on_update(nil, { sessionId = "s-7", turnId = "t4", seq = 2, update = { type = "textDelta", text = "words" } })
+  H.ok(reply ~= nil, "session/attach sent")
+  reply(nil, {
+    session = { sessionId = "s-7", title = "attached mid-turn", model = "m", approvalMode = "ask", running = true },
+    history = { { type = "user", turnId = "t4", text = "explain the cart" } },
+  })
+  session.on_update(nil, { sessionId = "s-7", turnId = "t4", seq = 3, update = { type = "textDelta", text = " and later" } })
+  local text = log_text()
+  H.contains(text, "explain the cart", "the history")
+  H.contains(text, "early words and later", "the early updates, after the history, then the later one")
+  local _, n = text:gsub("early words", "")
+  H.eq(n, 1, "shown once")
+  H.eq(session.last_seq["s-7"], 3, "seq followed in order")
+end)
+
+H.test("on reconnect too, updates that overtake the attach result are kept for after the history", function()
+  local compat = require("agentd.compat")
+  local orig = compat.request
+  local reply
+  compat.request = function(_, method, _, cb)
+    if method == "session/attach" then
+      reply = cb
+    end
+  end
+  session.current = { sessionId = "s-8", title = "before the reconnect", model = "m", approvalMode = "ask" }
+  local done = false
+  session.on_connect({}, function()
+    done = true
+  end)
+  session.on_update(nil, { sessionId = "s-8", turnId = "t1", seq = 5, update = { type = "textDelta", text = "kept " } })
+  reply(nil, {
+    session = { sessionId = "s-8", title = "reconnected", model = "m", approvalMode = "ask", running = true },
+    history = { { type = "user", turnId = "t1", text = "go on" } },
+  })
+  compat.request = orig
+  session.on_update(nil, { sessionId = "s-8", turnId = "t1", seq = 6, update = { type = "textDelta", text = "too" } })
+  H.ok(done, "connected")
+  local text = log_text()
+  H.contains(text, "go on", "the history")
+  H.contains(text, "kept too", "the overtaking update, after the history")
+end)
+
 H.test("the log is read-only and q closes the chat", function()
   local log = chat.buffers()
   H.eq(vim.bo[log].modifiable, false, "not modifiable")
