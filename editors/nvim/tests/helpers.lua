@@ -458,6 +458,11 @@ function H.need_daemon()
   end
 end
 
+--- A model reply that calls one tool, for fake Ollama scripts.
+function H.call(name, args)
+  return { toolCalls = { { name = name, arguments = args } } }
+end
+
 --- Starts fakeollama with a script (a Lua table or a path); returns { url, stop }.
 function H.start_fakeollama(script)
   local path = script

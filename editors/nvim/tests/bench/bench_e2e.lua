@@ -38,9 +38,7 @@ for i = 1, 10000 do
 end
 local LONG = table.concat(words, " ")
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local call = H.call
 
 H.test("200-hunk review through the daemon", function()
   H.need_daemon()

@@ -24,9 +24,7 @@ local AFTER = ORIGINAL:gsub("\ttotal %-= c%.Discount\n\ttotal %-= c%.Discount\n"
   :gsub('return "cart"', 'return "basket"', 1)
 local HUNK2_ONLY = ORIGINAL:gsub('return "cart"', 'return "basket"', 1)
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local call = H.call
 
 local script = {
   models = { { name = "qwen3:8b", capabilities = { "completion", "tools" } } },

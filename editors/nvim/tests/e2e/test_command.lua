@@ -2,9 +2,7 @@
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
 H.setup()
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local call = H.call
 
 local script = {
   models = { { name = "qwen3:8b", capabilities = { "completion", "tools" } } },

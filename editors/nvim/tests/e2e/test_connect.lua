@@ -5,9 +5,7 @@ local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h
 H.setup()
 local uv = vim.uv or vim.loop
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local call = H.call
 
 local ORIGINAL = "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"
 local EDITED = "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n"

@@ -20,9 +20,7 @@ local MAIN = table.concat({
   "",
 }, "\n")
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local call = H.call
 
 local script = {
   models = { { name = "qwen3:8b", capabilities = { "completion", "tools" } } },

@@ -5,51 +5,18 @@
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
 H.setup()
 
-local ORIGINAL = table.concat({
-  "package shop",
-  "",
-  "func Total(c *Cart) int {",
-  "\ttotal := c.Sum()",
-  "\ttotal -= c.Discount",
-  "\ttotal -= c.Discount",
-  "\t// shipping is free above 50",
-  "\tif total < 50 {",
-  "\t\ttotal += 5",
-  "\t}",
-  "\t// taxes are included in the prices",
-  "\t// and rounded by the caller",
-  "\t// to whole cents",
-  "\treturn total",
-  "}",
-  "",
-}, "\n")
-local ONLY_SECOND = ORIGINAL:gsub("\treturn total\n", "\treturn max(total, 0)\n", 1)
+local cart = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers/cart.lua")
+local ORIGINAL, ONLY_SECOND = cart.ORIGINAL, cart.ONLY_SECOND
 local FIRST = "the second subtraction is the loyalty discount"
 local SECOND = "two discounts are intended: loyalty and coupon"
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local turns = cart.turns(H.call, "again: ", "cart again", "Left it.")
+vim.list_extend(turns, cart.turns(H.call, "", "fix the cart", "Kept both discounts."))
+table.insert(turns, { name = "fallback", ["repeat"] = true, reply = { text = "fallback answer" } })
 
 local script = {
   models = { { name = "qwen3:8b", capabilities = { "completion", "tools", "thinking" } } },
-  turns = {
-    { name = "again: read", when = { lastUserContains = "cart again" }, reply = call("read", { path = "cart.go" }) },
-    { name = "again: edit", when = { lastUserContains = "cart again", lastRole = "tool", lastContains = "package shop" },
-      reply = call("edit", { path = "cart.go", edits = {
-        { old_string = "\ttotal -= c.Discount\n\ttotal -= c.Discount\n", new_string = "\ttotal -= c.Discount\n" },
-        { old_string = "\treturn total\n", new_string = "\treturn max(total, 0)\n" },
-      } }) },
-    { name = "again: done", when = { lastUserContains = "cart again", lastRole = "tool" }, reply = { text = "Left it." } },
-    { name = "read", when = { lastUserContains = "fix the cart" }, reply = call("read", { path = "cart.go" }) },
-    { name = "edit", when = { lastUserContains = "fix the cart", lastRole = "tool", lastContains = "package shop" },
-      reply = call("edit", { path = "cart.go", edits = {
-        { old_string = "\ttotal -= c.Discount\n\ttotal -= c.Discount\n", new_string = "\ttotal -= c.Discount\n" },
-        { old_string = "\treturn total\n", new_string = "\treturn max(total, 0)\n" },
-      } }) },
-    { name = "done", when = { lastUserContains = "fix the cart", lastRole = "tool" }, reply = { text = "Kept both discounts." } },
-    { name = "fallback", ["repeat"] = true, reply = { text = "fallback answer" } },
-  },
+  turns = turns,
 }
 
 local review = require("agentd.review")

@@ -7,44 +7,17 @@
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
 H.setup()
 
-local ORIGINAL = table.concat({
-  "package shop",
-  "",
-  "func Total(c *Cart) int {",
-  "\ttotal := c.Sum()",
-  "\ttotal -= c.Discount",
-  "\ttotal -= c.Discount",
-  "\t// shipping is free above 50",
-  "\tif total < 50 {",
-  "\t\ttotal += 5",
-  "\t}",
-  "\t// taxes are included in the prices",
-  "\t// and rounded by the caller",
-  "\t// to whole cents",
-  "\treturn total",
-  "}",
-  "",
-}, "\n")
-local ONLY_FIRST = ORIGINAL:gsub("\ttotal %-= c.Discount\n\ttotal %-= c.Discount\n", "\ttotal -= c.Discount\n", 1)
+local cart = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h") .. "/helpers/cart.lua")
+local ORIGINAL, ONLY_FIRST = cart.ORIGINAL, cart.ONLY_FIRST
 local FIRST = "the second subtraction is the loyalty discount"
 local SECOND = "negative totals are refunds"
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local turns = cart.turns(H.call, "", "fix the cart", "Done.")
+table.insert(turns, { name = "fallback", ["repeat"] = true, reply = { text = "fallback answer" } })
 
 local script = {
   models = { { name = "qwen3:8b", capabilities = { "completion", "tools" } } },
-  turns = {
-    { name = "read", when = { lastUserContains = "fix the cart" }, reply = call("read", { path = "cart.go" }) },
-    { name = "edit", when = { lastUserContains = "fix the cart", lastRole = "tool", lastContains = "package shop" },
-      reply = call("edit", { path = "cart.go", edits = {
-        { old_string = "\ttotal -= c.Discount\n\ttotal -= c.Discount\n", new_string = "\ttotal -= c.Discount\n" },
-        { old_string = "\treturn total\n", new_string = "\treturn max(total, 0)\n" },
-      } }) },
-    { name = "done", when = { lastUserContains = "fix the cart", lastRole = "tool" }, reply = { text = "Done." } },
-    { name = "fallback", ["repeat"] = true, reply = { text = "fallback answer" } },
-  },
+  turns = turns,
 }
 
 local review = require("agentd.review")

@@ -32,9 +32,7 @@ local EDITS = {
   { old_string = "\treturn total\n", new_string = "\treturn max(total, 0)\n" },
 }
 
-local function call(name, args)
-  return { toolCalls = { { name = name, arguments = args } } }
-end
+local call = H.call
 
 local script = {
   models = { { name = "qwen3:8b", capabilities = { "completion", "tools", "thinking" } } },
