@@ -320,13 +320,19 @@ func (e *testEnv) editTwoHunks() {
 	)
 }
 
-func TestAcceptOneHunkOfAClosedFile(t *testing.T) {
+// twoHunkReview starts a turn whose edit of cart.go (editTwoHunks) waits for the review of an
+// editor that reviews, and returns the review.
+func twoHunkReview(t *testing.T) (*testEnv, *fakeEditor, rpc.ReviewRequestedParams) {
+	t.Helper()
 	env := newEnv(t, map[string]string{"cart.go": cartGo})
 	env.editTwoHunks()
 	ed := env.editor(true)
-	s := ed.newSession()
-	ed.prompt(s, "fix the double discount")
-	r := ed.review()
+	ed.prompt(ed.newSession(), "fix the double discount")
+	return env, ed, ed.review()
+}
+
+func TestAcceptOneHunkOfAClosedFile(t *testing.T) {
+	env, ed, r := twoHunkReview(t)
 	if r.Kind != "edit" || r.File == nil || len(r.File.Hunks) != 2 || r.File.Path != "cart.go" {
 		t.Fatalf("review = %+v", r)
 	}
@@ -440,12 +446,7 @@ func TestEditOfADirtyBufferKeepsTheUsersTextAndTheDisk(t *testing.T) {
 }
 
 func TestRejectWithAReason(t *testing.T) {
-	env := newEnv(t, map[string]string{"cart.go": cartGo})
-	env.editTwoHunks()
-	ed := env.editor(true)
-	s := ed.newSession()
-	ed.prompt(s, "fix it")
-	r := ed.review()
+	env, ed, r := twoHunkReview(t)
 	var res rpc.ReviewDecideResult
 	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID,
 		"decision": map[string]any{"type": "reject", "reason": "keep the label as it is"}}, &res)

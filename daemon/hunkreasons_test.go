@@ -14,12 +14,7 @@ import (
 // A partial accept with a reason for the rejected hunk: the model reads which hunks were applied,
 // which were not, and the user's reason for the rejected one, next to that hunk's ID.
 func TestReasonForOneRejectedHunkReachesTheModel(t *testing.T) {
-	env := newEnv(t, map[string]string{"cart.go": cartGo})
-	env.editTwoHunks()
-	ed := env.editor(true)
-	s := ed.newSession()
-	ed.prompt(s, "fix the double discount")
-	r := ed.review()
+	env, ed, r := twoHunkReview(t)
 	kept, dropped := r.File.Hunks[0].ID, r.File.Hunks[1].ID
 	var res rpc.ReviewDecideResult
 	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID, "decision": map[string]any{
@@ -49,12 +44,7 @@ func TestReasonForOneRejectedHunkReachesTheModel(t *testing.T) {
 // A reject with a reason per hunk and one for the whole change: the model reads each hunk with
 // its own reason, and nothing is written.
 func TestRejectWithAReasonPerHunk(t *testing.T) {
-	env := newEnv(t, map[string]string{"cart.go": cartGo})
-	env.editTwoHunks()
-	ed := env.editor(true)
-	s := ed.newSession()
-	ed.prompt(s, "fix it")
-	r := ed.review()
+	env, ed, r := twoHunkReview(t)
 	h1, h2 := r.File.Hunks[0].ID, r.File.Hunks[1].ID
 	var res rpc.ReviewDecideResult
 	ed.mustCall(rpc.MethodReviewDecide, map[string]any{"reviewId": r.ReviewID, "decision": map[string]any{
@@ -80,12 +70,7 @@ func TestRejectWithAReasonPerHunk(t *testing.T) {
 // A reason for a hunk the review does not have, or for an accepted hunk, is invalid params and
 // decides nothing: the review is still pending and a valid decision then settles it.
 func TestBadHunkReasonsDecideNothing(t *testing.T) {
-	env := newEnv(t, map[string]string{"cart.go": cartGo})
-	env.editTwoHunks()
-	ed := env.editor(true)
-	s := ed.newSession()
-	ed.prompt(s, "fix it")
-	r := ed.review()
+	_, ed, r := twoHunkReview(t)
 	h1, h2 := r.File.Hunks[0].ID, r.File.Hunks[1].ID
 	cases := []struct {
 		name     string
@@ -107,7 +92,7 @@ func TestBadHunkReasonsDecideNothing(t *testing.T) {
 		}
 	}
 	var list rpc.ReviewListResult
-	ed.mustCall(rpc.MethodReviewList, rpc.ReviewListParams{SessionID: s}, &list)
+	ed.mustCall(rpc.MethodReviewList, rpc.ReviewListParams{SessionID: r.SessionID}, &list)
 	if len(list.Reviews) != 1 || list.Reviews[0].ReviewID != r.ReviewID {
 		t.Fatalf("after invalid decisions the pending reviews are %+v, want %s still pending", list.Reviews, r.ReviewID)
 	}
