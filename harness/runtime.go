@@ -50,9 +50,9 @@ type Options struct {
 	Policy policy.Locations
 	// ReviewTimeout rejects a review nobody answered (0: wait as long as the turn lives).
 	ReviewTimeout time.Duration
-	// KeepAlive is how long Ollama keeps the model loaded after each request while a session
-	// lives (nil: DefaultKeepAlive; 0 unloads after every reply; negative: until Ollama stops).
-	// When the last session ends, the model goes back to Ollama's own 5 minutes.
+	// KeepAlive is how long Ollama keeps the model loaded after each request (nil: none is sent,
+	// the server's own keep-alive applies and the model is held loaded while a turn runs, see
+	// ollama.Client.KeepLoaded; 0 unloads after every reply; negative: until Ollama stops).
 	KeepAlive *time.Duration
 	// Models makes model clients (nil: Ollama with KeepAlive).
 	Models ModelFactory
@@ -78,10 +78,6 @@ type ModelClient interface {
 // ModelFactory makes a client for a model on a host.
 type ModelFactory func(host, model string) (ModelClient, error)
 
-// DefaultKeepAlive keeps the model loaded across a long review: Ollama's own 5 minutes would
-// unload it while the user reads a diff, and the next call would pay a reload and a full prefill.
-const DefaultKeepAlive = 30 * time.Minute
-
 // DefaultModel is the model used when nothing else is configured: qwen3:8b handles native tool
 // calls reliably at laptop size (5 GB at Q4), has a 40k trained context and optional thinking.
 const DefaultModel = "qwen3:8b"
@@ -98,9 +94,7 @@ type Runtime struct {
 	features   sandbox.Features
 
 	mu         sync.Mutex
-	workspaces map[string]*workspace  // by canonical root
-	open       int                    // harnesses not yet closed
-	models     map[string]ModelClient // clients the open sessions used, by host and model
+	workspaces map[string]*workspace // by canonical root
 }
 
 // workspace is what sessions of one root share.
@@ -120,10 +114,6 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	}
 	if _, err := policy.ParseMode(opts.ApprovalMode); err != nil {
 		return nil, err
-	}
-	if opts.KeepAlive == nil {
-		keep := DefaultKeepAlive
-		opts.KeepAlive = &keep
 	}
 	if opts.Models == nil {
 		keep := opts.KeepAlive
@@ -192,42 +182,11 @@ func OllamaModels(host, model string) (ModelClient, error) {
 	return ollama.New(ollama.Config{Host: host, Model: model})
 }
 
-// Close releases the models and closes the stores.
+// Close closes the stores. Nothing is sent to the model server: a model stays loaded for the
+// server's own keep-alive (or the configured one), with the runner options the next session sends
+// too, so that session finds it warm.
 func (rt *Runtime) Close() error {
-	rt.mu.Lock()
-	models := rt.models
-	rt.models = nil
-	rt.mu.Unlock()
-	releaseModels(models)
 	return rt.store.Close()
-}
-
-// releaseModels hands models kept loaded back to Ollama's own idle timeout (see Options.KeepAlive).
-func releaseModels(models map[string]ModelClient) {
-	for key, m := range models {
-		r, ok := m.(interface{ Release(context.Context) error })
-		if !ok {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := r.Release(ctx); err != nil {
-			host, model, _ := strings.Cut(key, " ") // rt.models' key: host (empty: the default) and model
-			slog.Warn("releasing the model", "model", model, "host", host, "err", err)
-		}
-		cancel()
-	}
-}
-
-// harnessClosed counts a closed harness; the last one releases the models.
-func (rt *Runtime) harnessClosed() {
-	rt.mu.Lock()
-	rt.open--
-	var models map[string]ModelClient
-	if rt.open == 0 {
-		models, rt.models = rt.models, nil
-	}
-	rt.mu.Unlock()
-	releaseModels(models)
 }
 
 // Store returns the session store.
@@ -350,7 +309,10 @@ type Harness struct {
 	contextCap  int
 	overlay     Overlay
 	diags       Diagnostics
-	closeOnce   sync.Once
+	// holdMu guards stopHold, which ends the lease that keeps the model loaded during a turn
+	// (holdModel).
+	holdMu   sync.Mutex
+	stopHold context.CancelFunc
 	// mcp holds the session's MCP servers (tools/mcp), started in build, shut down in Close.
 	mcp *mcp.Set
 	// clientMCP are the front end's servers for this session (SessionSpec.MCPServers);
@@ -518,13 +480,6 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if h.model, err = rt.opts.Models(host, h.settings.Model); err != nil {
 		return err
 	}
-	rt.mu.Lock()
-	rt.open++
-	if rt.models == nil {
-		rt.models = map[string]ModelClient{}
-	}
-	rt.models[host+" "+h.settings.Model] = h.model
-	rt.mu.Unlock()
 	return nil
 }
 
@@ -583,14 +538,39 @@ func (h *Harness) Revert(turnID string) (string, store.RevertResult, error) {
 	return turnID, res, err
 }
 
-// Close closes the journal; the last session to close releases the models (Options.KeepAlive).
+// Close closes the journal and shuts the MCP servers down.
 func (h *Harness) Close() error {
+	h.holdModel(nil)
 	if h.mcp != nil {
 		h.mcp.Close()
 	}
-	err := h.journal.Close()
-	h.closeOnce.Do(h.rt.harnessClosed)
-	return err
+	return h.journal.Close()
+}
+
+// holdModel keeps the model loaded from a turn's start to its end (ollama.Client.KeepLoaded), so
+// a long review or command does not cost a reload; any other event (nil: Close) leaves it be.
+func (h *Harness) holdModel(e agent.Event) {
+	var start bool
+	switch e.(type) {
+	case agent.TurnStart:
+		start = true
+	case agent.TurnEnd, nil:
+	default:
+		return
+	}
+	h.holdMu.Lock()
+	defer h.holdMu.Unlock()
+	if h.stopHold != nil {
+		h.stopHold()
+		h.stopHold = nil
+	}
+	k, ok := h.model.(interface{ KeepLoaded(context.Context) })
+	if !start || !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopHold = cancel
+	go k.KeepLoaded(ctx)
 }
 
 // Start builds the agent loop. ask answers the calls the policy wants the user to decide; sink
@@ -605,8 +585,12 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	numCtx := h.settings.NumCtx
 	h.mu.Unlock()
 	if numCtx == 0 {
+		// The estimate does not depend on the workspace: the context block counts at its largest
+		// (instructions at their cap, and room for the path and the git summary), so sessions
+		// with the same model and tools choose the same window in every folder, and a session
+		// never reloads the model that the one before it, elsewhere, left loaded.
 		sys := agent.SystemPrompt(h.registry.Definitions(), !info.Tools)
-		estimate := (len(sys) + len(agent.ContextBlock(h.facts()))) / 3
+		estimate := (len(sys) + agent.MaxInstructionsBytes + 1024) / 3
 		for _, d := range h.registry.Definitions() {
 			estimate += (len(d.Description) + len(d.Parameters)) / 3
 		}
@@ -633,6 +617,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		Sink: func(e agent.Event) {
 			cp.Observe(e)
 			h.observeTurn(e)
+			h.holdModel(e)
 			h.audit.Observe(e)
 			if sink != nil {
 				sink(e)

@@ -25,6 +25,8 @@ func (c *Client) Chat(ctx context.Context, req *agent.ModelRequest, onDelta func
 	if onDelta == nil {
 		onDelta = func(agent.Delta) {}
 	}
+	c.chatStarted(req.NumCtx)
+	defer c.chatEnded()
 	var resp *agent.ModelResponse
 	err = c.withRetry(ctx, func(ctx context.Context) error {
 		r, err := c.chatOnce(ctx, areq, req.NumCtx, onDelta)

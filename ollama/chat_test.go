@@ -358,53 +358,66 @@ func TestChatKeepAlive(t *testing.T) {
 	}
 }
 
-// TestRelease: when the last session ends, a model kept loaded for longer than the server's default
-// is handed back to that default (5 minutes), and nothing is sent when there is nothing to hand
-// back — in particular a model no longer loaded is not loaded again.
-func TestRelease(t *testing.T) {
-	d := func(v time.Duration) *time.Duration { return &v }
-	cases := []struct {
-		name      string
-		keep      *time.Duration
-		chatFirst bool
-		wantSent  bool
-	}{
-		{"kept 30m and loaded", d(30 * time.Minute), true, true},
-		{"kept forever and loaded", d(-1), true, true},
-		{"kept 30m but no longer loaded", d(30 * time.Minute), false, false},
-		{"server default", nil, true, false},
-		{"unloaded after every reply", d(0), true, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := fakeServer(t)
-			srv.Enqueue(ollamatest.Text("ok"))
-			c, err := ollama.New(ollama.Config{Host: srv.URL, Model: testModel, KeepAlive: tc.keep})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.chatFirst {
-				if res := runChat(context.Background(), c, userRequest("hi")); res.err != nil {
-					t.Fatal(res.err)
-				}
-			}
-			before := len(srv.Chats())
-			if err := c.Release(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			chats := srv.Chats()
-			if sent := len(chats) > before; sent != tc.wantSent {
-				t.Fatalf("release sent a request: %v, want %v", sent, tc.wantSent)
-			}
-			if !tc.wantSent {
-				return
-			}
-			last := chats[len(chats)-1].Request
-			if len(last.Messages) != 0 || last.KeepAlive == nil || last.KeepAlive.Duration != ollama.ServerKeepAlive {
-				t.Errorf("release request %s, want no messages and keep_alive 5m", chats[len(chats)-1].Body)
-			}
-		})
-	}
+// TestKeepLoaded: while a turn holds the lease, the client renews the model shortly before /api/ps
+// says it expires, with a load request that carries the runner options of its last chat request
+// (num_ctx, shift) and no keep_alive, so the model is neither reloaded nor given another
+// keep-alive than the server's own; the renewal ends with the lease. With an explicit keep-alive
+// the lease sends nothing (every request carries the user's choice).
+func TestKeepLoaded(t *testing.T) {
+	t.Run("explicit keep-alive", func(t *testing.T) {
+		srv := fakeServer(t)
+		keep := 30 * time.Minute
+		c, err := ollama.New(ollama.Config{Host: srv.URL, Model: testModel, KeepAlive: &keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.KeepLoaded(context.Background()) // returns at once, or the test times out
+		if calls := srv.Calls(); len(calls) != 0 {
+			t.Errorf("the lease sent %v", calls)
+		}
+	})
+	t.Run("server keep-alive", func(t *testing.T) {
+		srv := fakeServer(t)
+		// Renewal comes at half the time left: 3 s here, with 3 s to spare before the model
+		// would unload.
+		srv.SetKeepAlive(6 * time.Second)
+		srv.Enqueue(ollamatest.Text("ok"))
+		c, err := ollama.New(ollama.Config{Host: srv.URL, Model: testModel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := runChat(context.Background(), c, userRequest("hi")); res.err != nil {
+			t.Fatal(res.err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			c.KeepLoaded(ctx)
+			close(done)
+		}()
+		wait, stop := context.WithTimeout(context.Background(), time.Minute)
+		defer stop()
+		chats, err := srv.WaitChats(wait, 2)
+		cancel()
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, renewal := chats[0], chats[1]
+		if first.Load != "load" || first.Request.KeepAlive != nil {
+			t.Errorf("first request: load %q, keep_alive %v; want a load without keep_alive: %s", first.Load, first.Request.KeepAlive, first.Body)
+		}
+		r := renewal.Request
+		if len(r.Messages) != 0 || r.KeepAlive != nil || renewal.NumCtx() != first.NumCtx() || r.Shift == nil || *r.Shift {
+			t.Errorf("renewal %s: want no messages, no keep_alive, num_ctx %d and shift false", renewal.Body, first.NumCtx())
+		}
+		if renewal.Load != "" {
+			t.Errorf("the renewal %sed the model: %s", renewal.Load, renewal.Body)
+		}
+		if n := len(srv.Chats()); n != 2 {
+			t.Errorf("%d chat requests after the lease ended, want 2", n)
+		}
+	})
 }
 
 func TestChatErrors(t *testing.T) {

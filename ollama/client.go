@@ -37,6 +37,9 @@ type Client struct {
 
 	mu      sync.Mutex
 	trained int // trained context length seen by the last successful Info, 0 if unknown
+	// lease is what KeepLoaded needs: the runner options of the last chat request and the chats
+	// in flight (see keepalive.go).
+	lease lease
 
 	args argsCache // converted arguments of past tool calls
 }
@@ -177,35 +180,6 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 		return nil
 	})
 	return v, err
-}
-
-// Release hands the model back to the server's own idle timeout (ServerKeepAlive) when this client
-// asked for a longer one: the harness calls it when the last session using the model ends. It
-// sends nothing when the client set no keep-alive, set one no longer than the server's, or when the
-// model is no longer loaded (a request would load it again).
-func (c *Client) Release(ctx context.Context) error {
-	if c.keepAlive == nil || (*c.keepAlive >= 0 && *c.keepAlive <= ServerKeepAlive) || c.model == "" {
-		return nil
-	}
-	ctx, ex := withExchange(ctx)
-	running, err := c.api.ListRunning(ctx)
-	if err != nil {
-		return c.fail(ctx, err, ex.Status())
-	}
-	loaded := false
-	for _, m := range running.Models {
-		loaded = loaded || sameModel(m.Name, c.model) || sameModel(m.Model, c.model)
-	}
-	if !loaded {
-		return nil
-	}
-	// A chat without messages only sets the model's expiry (Ollama answers done_reason "load").
-	ctx, ex = withExchange(ctx)
-	req := &api.ChatRequest{Model: c.model, Messages: []api.Message{}, KeepAlive: &api.Duration{Duration: ServerKeepAlive}}
-	if err := c.api.Chat(ctx, req, func(api.ChatResponse) error { return nil }); err != nil {
-		return c.fail(ctx, err, ex.Status())
-	}
-	return nil
 }
 
 // sameModel compares model names as Ollama does: a name without a tag means ":latest".

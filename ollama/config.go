@@ -13,10 +13,6 @@ import (
 // DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
 const DefaultHost = "http://127.0.0.1:11434"
 
-// ServerKeepAlive is Ollama's own default keep-alive: what a model gets when a request says
-// nothing, and what Release hands a model back to.
-const ServerKeepAlive = 5 * time.Minute
-
 // Config configures a Client.
 type Config struct {
 	// Host is the server address with OLLAMA_HOST semantics: empty means DefaultHost; "host",
@@ -28,9 +24,10 @@ type Config struct {
 	// Model is the model name as Ollama knows it ("qwen3:8b"). Info and Chat need it; ListModels
 	// and Version do not.
 	Model string
-	// KeepAlive is how long the server keeps the model loaded after each request. Nil leaves the
-	// server's default (ServerKeepAlive); 0 unloads the model after every reply; a negative value
-	// keeps it loaded until the server stops.
+	// KeepAlive is how long the server keeps the model loaded after each request. Nil sends none:
+	// the server's own keep-alive applies (OLLAMA_KEEP_ALIVE, 5 minutes unless set), and
+	// KeepLoaded holds the model while a turn needs it; 0 unloads the model after every reply; a
+	// negative value keeps it loaded until the server stops.
 	KeepAlive *time.Duration
 	// Retry is the policy for "server busy" (HTTP 503) answers.
 	Retry RetryPolicy

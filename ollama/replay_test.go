@@ -654,31 +654,3 @@ func TestReplayVersionAndTags(t *testing.T) {
 		}
 	}
 }
-
-// TestReplayRelease: Release reads a real /api/ps answer (tiny:latest loaded, for a client that
-// says "tiny") and then sends what a real server answers as a load: no messages, keep_alive 5m.
-func TestReplayRelease(t *testing.T) {
-	rs := newReplayServer(t, loadRecording(t, "19d-ps-loaded"), loadRecording(t, "05-chat-preload-empty-messages"))
-	keep := 30 * time.Minute
-	c, err := ollama.New(ollama.Config{Host: rs.URL, Model: "tiny", KeepAlive: &keep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if rs.count() != 2 {
-		t.Fatalf("%d requests, want ps then chat", rs.count())
-	}
-	var sent struct {
-		Model     string            `json:"model"`
-		Messages  []json.RawMessage `json:"messages"`
-		KeepAlive string            `json:"keep_alive"`
-	}
-	if err := json.Unmarshal(rs.lastRequest(), &sent); err != nil {
-		t.Fatal(err)
-	}
-	if sent.Model != "tiny" || len(sent.Messages) != 0 || sent.KeepAlive != "5m0s" {
-		t.Errorf("release request %s", rs.lastRequest())
-	}
-}

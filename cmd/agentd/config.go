@@ -33,7 +33,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.think, "think", false, "turn thinking on for models that have it")
 	fs.StringVar(&s.stateDir, "state-dir", "", "where sessions, checkpoints and the audit log live (default $XDG_STATE_HOME/agentd)")
 	fs.DurationVar(&s.reviewTimeout, "review-timeout", 0, "reject a review nobody answered after this long (default: never)")
-	fs.StringVar(&s.keepAlive, "keep-alive", "", "keep the model loaded this long after each request while a session lives: a duration, 0 to unload after every reply, -1 for ever (default $AGENTD_KEEP_ALIVE or "+harness.DefaultKeepAlive.String()+")")
+	fs.StringVar(&s.keepAlive, "keep-alive", "", "keep the model loaded this long after each request: a duration, 0 to unload after every reply, -1 for ever (default $AGENTD_KEEP_ALIVE, else the Ollama server's own, with the model held loaded while a turn runs)")
 }
 
 // resolve fills what the flags left empty from the environment and the config file.

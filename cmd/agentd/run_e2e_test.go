@@ -318,11 +318,17 @@ func TestKilledMidSessionIsResumable(t *testing.T) {
 	if !strings.Contains(string(out), "Resumed: the answer is 1.") {
 		t.Errorf("output:\n%s", out)
 	}
-	// The run ends by handing the model back to Ollama's own keep-alive (a request without
-	// messages); the turn's last request is the one before it.
+	// Ending a run sends nothing (an options-less "hand-back" made Ollama reload the model twice
+	// per session), and no request made the fake reload the model: every session, killed or
+	// resumed, is served by the runner the first one loaded.
 	chats := e.ollama.Chats()
-	if rel := chats[len(chats)-1].Request; len(rel.Messages) != 0 || rel.KeepAlive == nil || rel.KeepAlive.Duration != 5*time.Minute {
-		t.Errorf("the run's last request is not the model's release: %s", chats[len(chats)-1].Body)
+	if end := chats[len(chats)-1].Request; len(end.Messages) == 0 {
+		t.Errorf("the run ended with a request without messages: %s", chats[len(chats)-1].Body)
+	}
+	for _, c := range chats {
+		if c.Load == "reload" {
+			t.Errorf("a request reloaded the model: %s", c.Body)
+		}
 	}
 	var last []api.Message
 	for i := len(chats) - 1; i >= 0 && last == nil; i-- {

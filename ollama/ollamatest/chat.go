@@ -30,6 +30,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := len(s.chats)
 	s.chats = append(s.chats, ChatRecord{Body: body, Request: req, Turn: -1})
+	if s.newChat != nil {
+		close(s.newChat)
+		s.newChat = nil
+	}
 	s.mu.Unlock()
 
 	// The checks a real server makes before it looks at the conversation.
@@ -50,7 +54,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q does not support thinking", req.Model))
 		return
 	}
-	s.touch(&req)
+	s.touch(n, &req)
 	if len(req.Messages) == 0 {
 		// Preload (or unload with keep_alive 0), as Ollama answers it.
 		reason := "load"

@@ -7,6 +7,7 @@ package ollamatest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,10 +35,21 @@ type Server struct {
 	used      []bool // used[i]: Turns[i] answered and is not Repeat
 	fallback  func(*api.ChatRequest) Reply
 	chats     []ChatRecord
+	newChat   chan struct{} // closed and forgotten when a chat request is recorded (WaitChats)
 	calls     []string
 	unmatched []string
 	nextID    int
-	loaded    map[string]time.Time // model (normalized name) → when it unloads, as /api/ps reports
+	loaded    map[string]*runner // model (normalized name) → its runner, as /api/ps reports it
+	keepAlive time.Duration      // the server's own keep-alive (OLLAMA_KEEP_ALIVE); 0: 5 minutes
+}
+
+// runner is a loaded model as Ollama's scheduler keeps it.
+type runner struct {
+	until  time.Time     // when it unloads
+	keep   time.Duration // its keep-alive, counted from each request
+	numCtx int           // runner options: a request with other values reloads the model
+	shift  bool
+	prompt string // the last prompt it evaluated, rendered: its prompt cache
 }
 
 // ChatRecord is one chat request the server received.
@@ -49,6 +61,14 @@ type ChatRecord struct {
 	// Turn is the index of the turn that answered; -1 when none did (a model check, a preload, the
 	// fallback function, or no match).
 	Turn int `json:"turn"`
+	// Load says what the request did to the model, as Ollama's scheduler would: "load" (it was not
+	// loaded), "reload" (it was, with other runner options: num_ctx or shift — its prompt cache
+	// is lost), or "" (the loaded runner served it).
+	Load string `json:"load,omitzero"`
+	// PromptTokens and CachedTokens estimate (four bytes a token) the rendered prompt and the part
+	// of it the runner's prompt cache held: the prefix it shares with the runner's previous prompt.
+	PromptTokens int `json:"promptTokens,omitzero"`
+	CachedTokens int `json:"cachedTokens,omitzero"`
 }
 
 // Option returns an option of the request as an int (options decode as float64), 0 when absent.
@@ -159,6 +179,29 @@ func (s *Server) Chats() []ChatRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.chats)
+}
+
+// WaitChats waits until at least n chat requests were received and returns them, or returns
+// ctx's error.
+func (s *Server) WaitChats(ctx context.Context, n int) ([]ChatRecord, error) {
+	for {
+		s.mu.Lock()
+		if len(s.chats) >= n {
+			out := slices.Clone(s.chats)
+			s.mu.Unlock()
+			return out, nil
+		}
+		if s.newChat == nil {
+			s.newChat = make(chan struct{})
+		}
+		ch := s.newChat
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("ollamatest: waiting for %d chat requests: %w", n, ctx.Err())
+		}
+	}
 }
 
 // LastChat returns the last chat request, and false when there was none.
@@ -285,28 +328,112 @@ func (s *Server) model(name string) (m Model, ok, declared bool) {
 	return Model{}, false, true
 }
 
-// touch records a chat request's effect on the loaded models, as Ollama's scheduler does: a model
-// stays loaded for the request's keep_alive (the server's 5 minutes when it says nothing), is
-// unloaded at once with keep_alive 0, and stays until the server stops with a negative one.
-func (s *Server) touch(req *api.ChatRequest) {
-	keep := 5 * time.Minute
-	if req.KeepAlive != nil {
-		keep = req.KeepAlive.Duration
-	}
+// SetKeepAlive sets the server's own keep-alive (OLLAMA_KEEP_ALIVE): what a model loaded by a
+// request without keep_alive gets. The default is Ollama's, 5 minutes.
+func (s *Server) SetKeepAlive(d time.Duration) {
+	s.mu.Lock()
+	s.keepAlive = d
+	s.mu.Unlock()
+}
+
+// defaultNumCtx is the window a request without num_ctx loads a model with (Ollama's default on
+// machines with less than 24 GiB of VRAM).
+const defaultNumCtx = 4096
+
+// touch applies chat request n to the loaded models as Ollama's scheduler does, and records the
+// effect in its ChatRecord. A model that is not loaded, or whose runner options (num_ctx, shift)
+// differ from the request's, is (re)loaded with an empty prompt cache and the request's keep_alive
+// or the server's own; a loaded runner with the same options serves the request and keeps its
+// keep-alive unless the request sends one (a request without keep_alive does not change it). The
+// model unloads once idle for its keep-alive: at once for 0, never for a negative one. A request
+// without messages and with keep_alive 0 only unloads.
+func (s *Server) touch(n int, req *api.ChatRequest) {
 	name := normalizeName(req.Model)
+	numCtx := defaultNumCtx
+	if f, ok := req.Options["num_ctx"].(float64); ok {
+		numCtx = int(f)
+	}
+	shift := req.Shift == nil || *req.Shift
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.loaded == nil {
-		s.loaded = map[string]time.Time{}
+		s.loaded = map[string]*runner{}
+	}
+	if len(req.Messages) == 0 && req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
+		delete(s.loaded, name)
+		return
+	}
+	rec := &ChatRecord{}
+	if n < len(s.chats) { // a reset may have come in between
+		rec = &s.chats[n]
+	}
+	r := s.loaded[name]
+	switch {
+	case r == nil || !r.until.After(now):
+		rec.Load = "load"
+	case r.numCtx != numCtx || r.shift != shift:
+		rec.Load = "reload"
+	}
+	if rec.Load != "" {
+		keep := s.keepAlive
+		if keep == 0 {
+			keep = 5 * time.Minute
+		}
+		r = &runner{keep: keep, numCtx: numCtx, shift: shift}
+		s.loaded[name] = r
+	}
+	if req.KeepAlive != nil {
+		r.keep = req.KeepAlive.Duration
 	}
 	switch {
-	case keep == 0:
+	case r.keep == 0:
 		delete(s.loaded, name)
-	case keep < 0:
-		s.loaded[name] = time.Date(2318, 8, 14, 0, 0, 0, 0, time.UTC) // what Ollama reports for "forever"
+	case r.keep < 0:
+		r.until = time.Date(2318, 8, 14, 0, 0, 0, 0, time.UTC) // what Ollama reports for "forever"
 	default:
-		s.loaded[name] = time.Now().Add(keep)
+		r.until = now.Add(r.keep)
 	}
+	if len(req.Messages) > 0 {
+		p := render(req)
+		rec.PromptTokens = len(p) / 4
+		rec.CachedTokens = commonPrefix(r.prompt, p) / 4
+		r.prompt = p
+	}
+}
+
+// render lays a request out as a chat template does — the system message, then the tools, then the
+// other messages — for the prompt cache's prefix comparison.
+func render(req *api.ChatRequest) string {
+	var b strings.Builder
+	msgs := req.Messages
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		b.WriteString("system\n" + msgs[0].Content + "\n")
+		msgs = msgs[1:]
+	}
+	if len(req.Tools) > 0 {
+		t, _ := json.Marshal(req.Tools)
+		b.Write(t)
+		b.WriteString("\n")
+	}
+	for _, m := range msgs {
+		b.WriteString(m.Role + "\n" + m.Thinking + m.Content)
+		for _, tc := range m.ToolCalls {
+			b.WriteString(tc.Function.Name + tc.Function.Arguments.String())
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // running lists the loaded models for /api/ps.
@@ -315,9 +442,9 @@ func (s *Server) running() []api.ProcessModelResponse {
 	defer s.mu.Unlock()
 	out := []api.ProcessModelResponse{}
 	now := time.Now()
-	for name, until := range s.loaded {
-		if until.After(now) {
-			out = append(out, api.ProcessModelResponse{Name: name, Model: name, ExpiresAt: until})
+	for name, r := range s.loaded {
+		if r.until.After(now) {
+			out = append(out, api.ProcessModelResponse{Name: name, Model: name, ExpiresAt: r.until, ContextLength: r.numCtx})
 		}
 	}
 	slices.SortFunc(out, func(a, b api.ProcessModelResponse) int { return strings.Compare(a.Name, b.Name) })
