@@ -3,15 +3,16 @@
 #   - Neovim 0.7.2 from Debian 12 (/usr/bin/nvim), curl, bubblewrap, debootstrap
 #   - Neovim 0.10 from a Debian trixie rootfs made with debootstrap, run through trixie's own loader
 #     (no chroot) by the wrapper $AGENTD_E2E_DIR/bin/nvim-0.10 this script writes.
+#   - Neovim 0.12 (the current stable release, what lazy.nvim users run) from a Debian sid rootfs,
+#     the same way: the wrapper $AGENTD_E2E_DIR/bin/nvim-0.12. sid moves: test.sh checks that it
+#     is still a 0.12 and says so when it is not.
 # Idempotent and non-interactive: a second run only checks. Reaches only Debian's apt mirror.
 #
 # Environment:
 #   AGENTD_E2E_DIR     cache dir outside the repository (default /opt/agentd-e2e)
 #   AGENTD_TRIXIE_DIR  the trixie rootfs (default $AGENTD_E2E_DIR/trixie)
 #   DEBIAN_MIRROR      mirror for debootstrap (default: the one apt already uses)
-#   AGENTD_E2E_NEXT=1  also install the newest Neovim from Debian sid ($AGENTD_E2E_DIR/sid,
-#                      wrapper bin/nvim-next; 0.12.x when written). Optional: sid moves, so this
-#                      is not reproducible and test.sh treats it as an extra version.
+#   AGENTD_SID_DIR     the sid rootfs with Neovim 0.12 (default $AGENTD_E2E_DIR/sid)
 set -euo pipefail
 export CI=true DEBIAN_FRONTEND=noninteractive
 exec </dev/null
@@ -74,26 +75,26 @@ exec "\$T/lib64/ld-linux-x86-64.so.2" --library-path "\$T/lib/x86_64-linux-gnu:\
 WRAP
 chmod +x "$E2E_DIR/bin/nvim-0.10"
 t "$("$E2E_DIR/bin/nvim-0.10" --version </dev/null | head -1) at $E2E_DIR/bin/nvim-0.10"
-if [ "${AGENTD_E2E_NEXT:-0}" = 1 ]; then
-  SID=$E2E_DIR/sid
-  if [ ! -x "$SID/usr/bin/nvim" ]; then
-    t "debootstrap sid with neovim into $SID"
-    rm -rf "$SID" "$SID.tmp"
-    if ! debootstrap --variant=minbase --include=neovim sid "$SID.tmp" "$mirror" >"$E2E_DIR/debootstrap-sid.log" 2>&1; then
-      tail -30 "$E2E_DIR/debootstrap-sid.log" >&2
-      rm -rf "$SID.tmp"
-      exit 1
-    fi
-    mv "$SID.tmp" "$SID"
-    rm -rf "$SID/var/cache/apt/archives/"*.deb "$SID/var/lib/apt/lists/"* 2>/dev/null || true
+SID=${AGENTD_SID_DIR:-$E2E_DIR/sid}
+if [ ! -x "$SID/usr/bin/nvim" ]; then
+  t "debootstrap sid with neovim into $SID (mirror $mirror)"
+  rm -rf "$SID" "$SID.tmp"
+  if ! debootstrap --variant=minbase --include=neovim sid "$SID.tmp" "$mirror" >"$E2E_DIR/debootstrap-sid.log" 2>&1; then
+    tail -30 "$E2E_DIR/debootstrap-sid.log" >&2
+    rm -rf "$SID.tmp"
+    exit 1
   fi
-  cat >"$E2E_DIR/bin/nvim-next" <<WRAP
+  mv "$SID.tmp" "$SID"
+  rm -rf "$SID/var/cache/apt/archives/"*.deb "$SID/var/lib/apt/lists/"* 2>/dev/null || true
+fi
+cat >"$E2E_DIR/bin/nvim-0.12" <<WRAP
 #!/bin/sh
+# Neovim from the sid rootfs, started with sid's loader.
 T=\${AGENTD_SID_DIR:-$SID}
 export VIMRUNTIME=\$T/usr/share/nvim/runtime
 exec "\$T/lib64/ld-linux-x86-64.so.2" --library-path "\$T/lib/x86_64-linux-gnu:\$T/usr/lib/x86_64-linux-gnu" "\$T/usr/bin/nvim" "\$@"
 WRAP
-  chmod +x "$E2E_DIR/bin/nvim-next"
-  t "$("$E2E_DIR/bin/nvim-next" --version </dev/null | head -1) at $E2E_DIR/bin/nvim-next"
-fi
+chmod +x "$E2E_DIR/bin/nvim-0.12"
+rm -f "$E2E_DIR/bin/nvim-next" # the optional wrapper of earlier rounds
+t "$("$E2E_DIR/bin/nvim-0.12" --version </dev/null | head -1) at $E2E_DIR/bin/nvim-0.12"
 t "done"

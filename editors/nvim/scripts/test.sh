@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every Neovim test file (tests/unit, tests/e2e) on Neovim 0.7.2 and on Neovim 0.10, the
+# Runs every Neovim test file (tests/unit, tests/e2e) on Neovim 0.7.2, 0.10 and 0.12, the
 # end-to-end ones against the real agentd binary and the fake Ollama server.
 #
 #   editors/nvim/scripts/test.sh [pattern]      # e.g. test.sh review  -> files matching *review*
@@ -18,8 +18,8 @@
 # Environment:
 #   AGENTD_NVIM_07   Neovim 0.7.2 binary            (default: /usr/bin/nvim)
 #   AGENTD_NVIM_010  Neovim 0.10 binary             (default: $AGENTD_E2E_DIR/bin/nvim-0.10)
-#   AGENTD_NVIM_NEXT an extra, newer Neovim run when present (default: $AGENTD_E2E_DIR/bin/nvim-next,
-#                    installed by setup-e2e.sh with AGENTD_E2E_NEXT=1)
+#   AGENTD_NVIM_012  Neovim 0.12 binary             (default: $AGENTD_E2E_DIR/bin/nvim-0.12)
+#   AGENTD_NVIM_VERSIONS  the versions to run, e.g. "0.12" or "0.7 0.10" (default: all three)
 #   AGENTD_E2E_DIR   where setup-e2e.sh installed things (default: /opt/agentd-e2e)
 #   AGENTD_BIN       agentd binary (default: built from the repository into out/nvim-tests/bin)
 #   FAKEOLLAMA_BIN   fakeollama binary (default: built likewise)
@@ -36,7 +36,8 @@ out=${AGENTD_TEST_OUT:-$repo/out/nvim-tests}
 e2e_dir=${AGENTD_E2E_DIR:-/opt/agentd-e2e}
 nvim07=${AGENTD_NVIM_07:-/usr/bin/nvim}
 nvim010=${AGENTD_NVIM_010:-$e2e_dir/bin/nvim-0.10}
-nvimnext=${AGENTD_NVIM_NEXT:-$e2e_dir/bin/nvim-next}
+nvim012=${AGENTD_NVIM_012:-$e2e_dir/bin/nvim-0.12}
+versions=${AGENTD_NVIM_VERSIONS:-0.7 0.10 0.12}
 timeout_s=${AGENTD_TEST_TIMEOUT:-180}
 pattern=${1:-}
 mkdir -p "$out/bin"
@@ -79,8 +80,10 @@ fi
 status=0
 summary=()
 
-# Lines of Neovim error output (extended regexp).
-error_re='Error executing|Error detected while processing|stack traceback:|(^|[^[:alnum:]_])E[0-9]+:'
+# Lines of Neovim error output (extended regexp). Neovim 0.12 heads an error with "Error in …:"
+# and puts the message on the next line ("vim.schedule callback: …: injected"), so the line after
+# a heading is reported with it.
+error_re='Error executing|Error detected while processing|Error in |stack traceback:|(^|[^[:alnum:]_])E[0-9]+:'
 
 # run_file BIN FILE LOG: runs one test file; stdout goes to LOG, stderr to LOG.stderr. Sets rc (the
 # exit status) and errs (the error lines found on stderr, each prefixed with the test running then).
@@ -96,7 +99,8 @@ run_file() {
   errs=$(awk -v re="$error_re" '
     /^agentd-test: begin / { t = substr($0, 20); next }
     /^agentd-test: end$/ { t = "(after the tests)"; next }
-    $0 ~ re { print "[" (t == "" ? "(before the first test)" : t) "] " $0 }
+    $0 ~ re || next_too { print "[" (t == "" ? "(before the first test)" : t) "] " $0
+      next_too = ($0 ~ /Error (in |detected while processing)/); next }
   ' "$log.stderr")
 }
 
@@ -206,11 +210,14 @@ run_version() {
   summary+=("nvim $label: $passed file(s) passed, $failed failed; tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped")
 }
 
-run_version 0.7 "$nvim07" 0.7
-run_version 0.10 "$nvim010" 0.10
-if [ -x "$nvimnext" ]; then
-  run_version next "$nvimnext" ""
-fi
+for v in $versions; do
+  case $v in
+    0.7) run_version 0.7 "$nvim07" 0.7 ;;
+    0.10) run_version 0.10 "$nvim010" 0.10 ;;
+    0.12) run_version 0.12 "$nvim012" 0.12 ;;
+    *) echo "test.sh: unknown version '$v' in AGENTD_NVIM_VERSIONS" >&2; status=1 ;;
+  esac
+done
 echo "=== summary"
 printf '%s\n' "${summary[@]}"
 exit $status

@@ -896,11 +896,9 @@ function M.details_lines(info)
     table.insert(lines, "MCP server: " .. (info.mcp.server or "?") .. "  ·  its tool: " .. (info.mcp.tool or "?"))
   end
   table.insert(lines, "")
-  if type(info.mcp) == "table" and info.arguments ~= nil and info.arguments ~= vim.NIL then
+  if info.arguments ~= nil and info.arguments ~= vim.NIL then
+    -- agentd.mcp's encoder: keys sorted and "/" as sent (vim.json writes "\/" before 0.12)
     section("arguments", table.concat(require("agentd.mcp").pretty_lines(info.arguments), "\n"))
-  elseif info.arguments ~= nil and info.arguments ~= vim.NIL then
-    local ok, enc = pcall(vim.json.encode, info.arguments)
-    section("arguments", ok and enc or nil)
   end
   local p = info.preview
   if type(p) == "table" then
@@ -930,8 +928,7 @@ function M.details_lines(info)
       section("images", table.concat(vim.tbl_map(require("agentd.mcp").image_text, r.images), "\n"))
     end
     if r.details ~= nil and r.details ~= vim.NIL then
-      local ok, enc = pcall(vim.json.encode, r.details)
-      section("details", ok and enc or nil)
+      section("details", table.concat(require("agentd.mcp").pretty_lines(r.details), "\n"))
     end
   elseif info.progress and info.progress ~= "" then
     section("output so far", info.progress)

@@ -29,10 +29,13 @@ local function is_list(t)
   return true
 end
 
--- A JSON string; vim.json escapes "/" as "\/", which is valid but not what was sent. (An encoded
--- backslash is "\\" and an encoded slash always "\/", so a bare "/" after "\" means an escape.)
+-- A JSON string. vim.json escapes "/" as "\/" up to Neovim 0.11 and not from 0.12 on: both are
+-- valid, but only the second is what was sent. In a run of backslashes before a "/", pairs are
+-- encoded backslashes; an odd one left over escapes the slash and is dropped.
 local function jstring(s)
-  return (vim.json.encode(s):gsub("\\/", "/"))
+  return (vim.json.encode(s):gsub("(\\+)/", function(bs)
+    return (#bs % 2 == 1 and bs:sub(2) or bs) .. "/"
+  end))
 end
 
 -- JSON with sorted keys; indent nil: compact, else pretty with that indent.

@@ -163,6 +163,17 @@ H.test("a running command's output from the history is kept, and later output ap
   H.contains(details, "=== RUN TestA\n--- PASS: TestA\n=== RUN TestB", "the output so far, in order")
 end)
 
+H.test("the details float shows a tool's arguments and details as sent: '/' is never '\\/'", function()
+  local lines = chat.details_lines({ callId = "r1", tool = "read", status = "completed",
+    arguments = { path = "./cmd/agentd/main.go", pattern = "a\\/b" },
+    result = { type = "ok", text = "package main", details = { file = "cmd/agentd/main.go" } } })
+  local text = table.concat(lines, "\n")
+  H.contains(text, '"path": "./cmd/agentd/main.go"', "the path as the model sent it")
+  H.contains(text, '"pattern": "a\\\\/b"', "a real backslash before a slash stays encoded")
+  H.contains(text, '"file": "cmd/agentd/main.go"', "the result's details")
+  H.ok(not text:find(".\\/cmd", 1, true), "no .\\/ in the float")
+end)
+
 H.test("submitting the prompt box sends session/prompt", function()
   local client = require("agentd.client")
   local sent = {}
