@@ -12,8 +12,14 @@ build:
 
 # vsix builds a platform-specific VS Code extension (this machine's platform, e.g. linux-x64)
 # that bundles bin/agentd and bin/agentd-sandbox: editors/vscode/dist/agentd-<target>.vsix.
-vsix: build
+# From a fresh clone it first installs the extension's build tools (npm ci: esbuild, typescript,
+# vsce, from package-lock.json).
+vsix: build editors/vscode/node_modules/.package-lock.json
 	cd editors/vscode && node scripts/package-platform.mjs --bin $(abspath $(dir $(BIN)))
+
+editors/vscode/node_modules/.package-lock.json: editors/vscode/package-lock.json
+	@command -v npm >/dev/null || { echo "make vsix needs Node.js 20 and npm (e.g. apt-get install nodejs npm)"; exit 1; }
+	cd editors/vscode && npm ci --no-audit --no-fund
 
 # test runs every test: Go (with the race detector) and, when their tools are installed, the
 # editor end-to-end suites.
