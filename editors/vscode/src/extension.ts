@@ -1,5 +1,7 @@
 // agentd for VS Code: renders and forwards. The daemon does the work (see docs/protocol.md).
 import { MentionResolver } from "./mentionsHost";
+import { unsupportedPlatform } from "./platform";
+import { activateUnsupported } from "./unsupported";
 import * as fs from "node:fs";
 import * as vscode from "vscode";
 import { ChatViewProvider } from "./chat/view";
@@ -36,6 +38,11 @@ export interface Stats {
 }
 
 export function activate(context: vscode.ExtensionContext) {
+	const unsupported = unsupportedPlatform(process.platform);
+	if (unsupported) {
+		activateUnsupported(context, unsupported);
+		return;
+	}
 	const t0 = Date.now();
 	const version = (context.extension.packageJSON as { version?: string }).version ?? "0.0.0";
 	const channel = vscode.window.createOutputChannel("agentd", { log: true });

@@ -5,6 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { applyTextEdits } from "../src/review/apply";
 import { commandLine, relativeTo, sandboxLabel } from "../src/review/format";
+import { unsupportedPlatform } from "../src/platform";
 import { backoffDelay, BUNDLED_DIR, bundledDaemon, daemonCommand, missingBinaryMessage, resolveExecutable, serverArgs, withFix } from "../src/daemon/args";
 
 test("applyTextEdits applies LSP edits (UTF-16 columns, any order, CRLF)", () => {
@@ -91,4 +92,10 @@ test("the bundled daemon is used only when agentd.path is not set", () => {
 	} finally {
 		fs.rmSync(ext, { recursive: true, force: true });
 	}
+});
+
+test("on native Windows the extension says agentd needs WSL, and how to get there; elsewhere it runs", () => {
+	const why = unsupportedPlatform("win32");
+	assert.ok(why && /WSL/.test(why) && /Reopen Folder in WSL/.test(why) && /ms-vscode-remote\.remote-wsl/.test(why), why);
+	for (const p of ["linux", "darwin"] as const) assert.equal(unsupportedPlatform(p), undefined, p);
 });
