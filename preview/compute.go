@@ -56,7 +56,7 @@ func (df Differ) Compute(path, old, new string) *Diff {
 		return d
 	}
 	a, b := Lines(old), Lines(new)
-	for _, c := range df.changes(a, b) {
+	for _, c := range slideDown(a, b, df.changes(a, b)) {
 		d.Hunks = append(d.Hunks, Hunk{
 			OldStart: c.a + 1, OldLines: c.na,
 			NewStart: c.b + 1, NewLines: c.nb,
@@ -66,6 +66,42 @@ func (df Differ) Compute(path, old, new string) *Diff {
 	}
 	assignIDs(d.Hunks)
 	return d
+}
+
+// slideDown moves every pure insertion and pure deletion as far down as it can go, as git diff
+// shows them. Where the inserted lines repeat the lines around them the place of an insertion is
+// a choice: trimming the common suffix put it as high as possible, so an inserted function after
+// another one started with the other's closing "}" and ended before the real one (which then read
+// as part of the insertion). One slide moves the group down by a line when its first line equals
+// the unchanged line after it; a group stops before it would touch the next change. Replacements
+// stay where they are (git does not move them either).
+func slideDown(a, b []string, cs []change) []change {
+	for i := range cs {
+		c := &cs[i]
+		if c.na > 0 && c.nb > 0 {
+			continue
+		}
+		nextA := len(a) // where the next change starts on the old side
+		if i+1 < len(cs) {
+			nextA = cs[i+1].a
+		}
+		for {
+			after := nextA - (c.a + c.na) // unchanged lines between this change and the next
+			if after == 0 || (after == 1 && i+1 < len(cs)) {
+				break
+			}
+			if c.nb > 0 { // an insertion: b[c.b] moves below the line that follows it
+				if b[c.b] != b[c.b+c.nb] {
+					break
+				}
+			} else if a[c.a] != a[c.a+c.na] { // a deletion, likewise on the old side
+				break
+			}
+			c.a++
+			c.b++
+		}
+	}
+	return cs
 }
 
 // part returns lines[i:i+n], nil when n is 0, with no room to append into lines.

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -367,4 +370,68 @@ func TestApplyUnknownID(t *testing.T) {
 	if content != "" || o.Applied != nil || o.Rejected != nil {
 		t.Errorf("Apply(unknown) = %q, %+v; want nothing", content, o)
 	}
+}
+
+// TestHunksAlignLikeGit: where an insertion or a deletion could sit in several places (the lines
+// around it repeat its own), it is where `git diff` puts it — an inserted function after another
+// one starts with its own first line, not with the other's closing brace (which then read as an
+// unchanged line ending the insertion). Checked against git itself, -U0, hunk by hunk.
+func TestHunksAlignLikeGit(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git is needed (apt-get install git)")
+	}
+	fn := func(name, body string) string { return "func " + name + "() {\n\t" + body + "\n}\n" }
+	cases := []struct{ name, old, new string }{
+		{"a function inserted after another, an earlier line changed",
+			fn("f", "x") + "\n" + fn("h", "w") + "\n" + fn("k", "v"),
+			fn("f", "X") + "\n" + fn("h", "w") + "\n" + fn("g", "y") + "\n" + fn("k", "v")},
+		{"a function deleted between two others, an earlier line changed",
+			fn("f", "x") + "\n" + fn("h", "w") + "\n" + fn("g", "y") + "\n" + fn("k", "v"),
+			fn("f", "X") + "\n" + fn("h", "w") + "\n" + fn("k", "v")},
+		{"functions without blank lines between them",
+			fn("f", "x") + fn("h", "w") + fn("k", "v"),
+			fn("f", "X") + fn("h", "w") + fn("g", "y") + fn("k", "v")},
+		{"appended at the end",
+			fn("f", "x") + "\n" + fn("h", "w"),
+			fn("f", "X") + "\n" + fn("h", "w") + "\n" + fn("g", "y")},
+		{"a replacement next to repeated lines", fn("f", "x") + "\n" + fn("h", "w"), fn("f", "X") + "}\n\n" + fn("g", "y") + "\n" + fn("h", "w")},
+	}
+	dir := t.TempDir()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			if err := os.WriteFile(a, []byte(tc.old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(b, []byte(tc.new), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, _ := exec.Command(git, "diff", "--no-index", "--no-color", "-U0", a, b).Output()
+			var want []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "@@") {
+					want = append(want, line[:strings.LastIndex(line, "@@")+2])
+				}
+			}
+			var got []string
+			for _, h := range Compute("x", tc.old, tc.new).Hunks {
+				got = append(got, fmt.Sprintf("@@ -%s +%s @@", gitSpan(h.OldStart, h.OldLines), gitSpan(h.NewStart, h.NewLines)))
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("hunks %q, git diff -U0 says %q", got, want)
+			}
+		})
+	}
+}
+
+// gitSpan is a hunk range as git's -U0 header writes it.
+func gitSpan(start, n int) string {
+	switch {
+	case n == 0:
+		return fmt.Sprintf("%d,0", start-1)
+	case n == 1:
+		return fmt.Sprint(start)
+	}
+	return fmt.Sprintf("%d,%d", start, n)
 }
