@@ -221,10 +221,46 @@ func (w *Workspace) Resolve(name string) (Path, error) {
 	case err == nil:
 		p.exists, p.info = true, infoOf(fi)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		if err := strayWhiteSpace(name, abs); err != nil {
+			return Path{}, err
+		}
 	default:
 		return Path{}, mapErr(p, err)
 	}
 	return p, nil
+}
+
+// strayWhiteSpace refuses a path to nothing (yet) with a name in it that starts or ends with
+// white space: a model's formatting slip (a value that kept the space after a tag) would
+// otherwise create " test.txt". A file or directory that exists under such a name is found as
+// usual.
+func strayWhiteSpace(name, abs string) error {
+	comps := strings.Split(name, "/")
+	absComps := strings.Split(abs, "/") // name's components are its last ones
+	for i, c := range comps {
+		trimmed := strings.TrimSpace(c)
+		if trimmed == c {
+			continue
+		}
+		if i < len(comps)-1 {
+			prefix := strings.Join(absComps[:len(absComps)-len(comps)+i+1], "/")
+			if _, err := os.Lstat(prefix); err == nil {
+				continue // an existing directory has that name
+			}
+		}
+		where := "starts"
+		if strings.HasPrefix(c, trimmed) {
+			where = "ends"
+		}
+		fixed := make([]string, len(comps))
+		for j, d := range comps {
+			fixed[j] = strings.TrimSpace(d)
+		}
+		return tools.Errorf(tools.InvalidArgs,
+			"the path %q does not exist, and the name %q in it %s with white space, which file names almost never do: nothing was done. If you meant %q, call again with exactly that path",
+			name, c, where, strings.Join(fixed, "/"))
+	}
+	return nil
 }
 
 // resolveError is a refusal from canonicalize, completed with the path the caller gave.
