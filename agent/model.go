@@ -138,6 +138,7 @@ const (
 	ErrLoadFailed       ModelErrorKind = "load_failed"      // 500 from the runner
 	ErrContextOverflow  ModelErrorKind = "context_overflow" // the prompt does not fit num_ctx
 	ErrStreamBroken     ModelErrorKind = "stream_broken"    // no done marker, or an error line mid-stream
+	ErrBadToolCall      ModelErrorKind = "bad_tool_call"    // the model's tool call could not be read (Raw)
 	ErrBadRequest       ModelErrorKind = "bad_request"      // any other 4xx
 	ErrServer           ModelErrorKind = "server_error"     // any other failure
 )
@@ -148,7 +149,9 @@ type ModelError struct {
 	Status  int    // HTTP status, 0 if none
 	Message string // what the server said
 	Fix     string // what the user can do ("run `ollama pull qwen3:8b`")
-	Err     error  // the underlying error, if any
+	// Raw is, for ErrBadToolCall, what the model wrote that could not be read as a tool call.
+	Raw string
+	Err error // the underlying error, if any
 }
 
 func (e *ModelError) Error() string {

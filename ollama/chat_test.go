@@ -438,7 +438,11 @@ func TestChatErrors(t *testing.T) {
 		{"401", ollamatest.HTTPError(401, "unauthorized"), agent.ErrBadRequest, 401, "authorization", "OLLAMA_HOST"},
 		{"422", ollamatest.HTTPError(422, "unprocessable"), agent.ErrBadRequest, 422, "unprocessable", ""},
 		{"500 load", ollamatest.HTTPError(500, "llama runner process has terminated: exit status 2"), agent.ErrLoadFailed, 500, "llama runner process has terminated: exit status 2", "ollama ps"},
-		{"500 parser", ollamatest.HTTPError(500, "failed to parse JSON: unexpected end"), agent.ErrServer, 500, "failed to parse JSON", "retrying"},
+		{"500 parser", ollamatest.HTTPError(500, "failed to parse JSON: unexpected end"), agent.ErrBadToolCall, 500, "failed to parse JSON", "asks again"},
+		{"500 tool call raw (gpt-oss, harmony)", ollamatest.HTTPError(500, `error parsing tool call: raw='{"path":"x.md","content":"\$900"}', err=invalid character '$' in string escape code`),
+			agent.ErrBadToolCall, 500, "invalid character '$' in string escape code", "asks again"},
+		{"500 qwen3-coder XML", ollamatest.HTTPError(500, "XML syntax error on line 3: element <parameter> closed by </function>"), agent.ErrBadToolCall, 500, "closed by </function>", "asks again"},
+		{"error line: tool call", ollamatest.Reply{Text: "Partial", Error: `error parsing tool call: raw='{"cmd": "ls}', err=unexpected end of JSON input`}, agent.ErrBadToolCall, 200, "unexpected end of JSON input", "asks again"},
 		{"500 empty body", ollamatest.Reply{Status: 500, EmptyBody: true}, agent.ErrLoadFailed, 500, "Internal Server Error", "ollama ps"},
 		{"502", ollamatest.HTTPError(502, "bad gateway"), agent.ErrServer, 502, "bad gateway", "log"},
 		{"503 no retry", ollamatest.Busy(), agent.ErrServerBusy, 503, "server busy", "OLLAMA_MAX_QUEUE"},
@@ -457,6 +461,12 @@ func TestChatErrors(t *testing.T) {
 			me := modelError(t, res.err, tc.kind)
 			if me.Status != tc.status || !strings.Contains(me.Message, tc.msg) || !strings.Contains(me.Fix, tc.fix) {
 				t.Errorf("error %+v; want status %d, message ~%q, fix ~%q", me, tc.status, tc.msg, tc.fix)
+			}
+			if me.Kind == agent.ErrBadToolCall && strings.Contains(me.Fix, "memory") {
+				t.Errorf("a tool call the parser could not read is advised as a memory problem: %s", me.Fix)
+			}
+			if strings.HasPrefix(tc.name, "500 tool call raw") && me.Raw != `{"path":"x.md","content":"\$900"}` {
+				t.Errorf("raw = %q, want what the model wrote", me.Raw)
 			}
 			if res.resp != nil {
 				t.Errorf("response %+v with an error", res.resp)

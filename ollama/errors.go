@@ -36,6 +36,9 @@ func (c *Client) classify(err error, status int) error {
 		return c.statusError(status, "", err)
 	}
 	// After a 200: an {"error":…} line in the stream, a cut connection, or an undecodable line.
+	if e := toolCallParseError(status, err.Error(), err); e != nil {
+		return e
+	}
 	return &agent.ModelError{
 		Kind: agent.ErrStreamBroken, Status: status, Err: err,
 		Message: err.Error(),
@@ -106,21 +109,45 @@ func (c *Client) statusError(code int, msg string, err error) *agent.ModelError 
 		e.Kind = agent.ErrServerBusy
 		e.Fix = "Ollama's request queue is full: wait and retry, or raise OLLAMA_MAX_QUEUE / OLLAMA_NUM_PARALLEL"
 	case code == http.StatusInternalServerError:
-		// Refinement of a 500 by its message: the built-in tool-call parsers answer 500 "failed to
-		// parse JSON: …" when the model printed a malformed call. That is not a load failure and a
-		// new attempt may succeed.
-		if strings.Contains(lower, "failed to parse") {
-			e.Kind = agent.ErrServer
-			e.Fix = "the server could not parse the model's tool call; retrying may help"
-		} else {
-			e.Kind = agent.ErrLoadFailed
-			e.Fix = "check that " + c.model + " fits in memory (`ollama ps`) and see the Ollama server log"
+		// Refinement of a 500 by its message: the model's own parsers answer 500 when the model
+		// wrote a tool call they cannot read. That is the model's output, not a load failure: the
+		// loop tells the model and asks again.
+		if pe := toolCallParseError(code, msg, err); pe != nil {
+			return pe
 		}
+		e.Kind = agent.ErrLoadFailed
+		e.Fix = "check that " + c.model + " fits in memory (`ollama ps`) and see the Ollama server log"
 	case code >= 400 && code < 500:
 		e.Kind = agent.ErrBadRequest
 	default:
 		e.Kind = agent.ErrServer
 		e.Fix = "see the Ollama server log"
+	}
+	return e
+}
+
+// toolCallParseError recognises the messages of Ollama's tool-call parsers (built-in parsers,
+// harmony, qwen3-coder's XML) when a model wrote a call they cannot read: "error parsing tool
+// call: raw='…', err=…", "failed to parse JSON: …", "XML syntax error on line …". It returns nil
+// for any other message. Raw is what the model wrote, when the server quotes it.
+func toolCallParseError(status int, msg string, err error) *agent.ModelError {
+	const prefix, rawMark, errMark = "error parsing tool call: ", "raw='", "', err="
+	e := &agent.ModelError{Kind: agent.ErrBadToolCall, Status: status, Err: err,
+		Fix: "the model wrote a tool call that Ollama's parser for it could not read: agentd shows the model what it wrote and asks again"}
+	switch i := strings.Index(msg, prefix); {
+	case i >= 0:
+		rest := msg[i+len(prefix):]
+		e.Message = rest
+		if strings.HasPrefix(rest, rawMark) {
+			if j := strings.LastIndex(rest, errMark); j >= len(rawMark) {
+				e.Raw = rest[len(rawMark):j]
+				e.Message = rest[j+len(errMark):]
+			}
+		}
+	case strings.Contains(msg, "failed to parse JSON"), strings.Contains(msg, "XML syntax error"):
+		e.Message = msg
+	default:
+		return nil
 	}
 	return e
 }
