@@ -36,7 +36,7 @@ func TestHistoryTurnsFollowTheRealTurns(t *testing.T) {
 	})
 	var nudged bool
 	for _, m := range hist {
-		nudged = nudged || m.Content == nudgeEmpty
+		nudged = nudged || m.Content == h.s.nudgeEmpty()
 	}
 	if !nudged {
 		t.Fatalf("no nudge in turn 1: %+v", hist)

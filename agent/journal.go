@@ -180,7 +180,7 @@ func markLegacyKinds(h []Message) {
 			continue
 		}
 		switch {
-		case m.Content == nudgeEmpty || m.Content == nudgeCut:
+		case m.Content == legacyNudgeEmpty || m.Content == nudgeCut:
 			m.Kind = KindNudge
 		case i == 1 && len(h) > 2 && strings.HasPrefix(m.Content, summaryPrefix) &&
 			h[2].Role == RoleAssistant && h[2].Content == summaryReply && !h[2].FromAgentd():

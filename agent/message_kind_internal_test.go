@@ -53,7 +53,7 @@ func TestLoopMarksItsOwnMessages(t *testing.T) {
 			}
 		}
 	}
-	if len(nudges) != 2 || nudges[0] != nudgeCut || nudges[1] != nudgeEmpty {
+	if len(nudges) != 2 || nudges[0] != nudgeCut || nudges[1] != h.s.nudgeEmpty() {
 		t.Errorf("journalled nudges = %q, want the cut and the empty one", nudges)
 	}
 	if summaries != 1 || summaryReplies != 1 || users == 0 {

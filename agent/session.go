@@ -47,6 +47,11 @@ type SessionConfig struct {
 	MaxTurnTime time.Duration
 	// CompactAt is the fraction of NumCtx at which history is compacted (default 0.75).
 	CompactAt float64
+	// MaxUnreadCalls: after this many replies in a row whose tool calls could not be read (a
+	// malformed call, a call written only in the reasoning, or one the server failed to parse),
+	// the turn ends with an ErrBadToolCall error; before that each one is answered with a nudge
+	// that says what was wrong (default DefaultMaxUnreadCalls).
+	MaxUnreadCalls int
 	// TurnNote, if set, is called by the loop as each turn starts (however it was started: a
 	// prompt, a steer with no turn running, steering left over from the last turn). A non-empty
 	// note joins the turn before its prompt, as its own user-role message marked Note: what
@@ -62,12 +67,17 @@ var ErrTurnRunning = errors.New("a turn is already running")
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("session closed")
 
-// Messages the loop sends to the model on its own (marked KindNudge). The texts never change:
-// journals written before Message.Kind are recognised by them (Replay).
+// Messages the loop sends to the model on its own (marked KindNudge). Journals written before
+// Message.Kind are recognised by the texts of nudgeCut and legacyNudgeEmpty (Replay), which never
+// change.
 const (
-	nudgeEmpty = "Your last reply was empty. If you meant to call a tool, the call was malformed: call it again with valid JSON arguments. Otherwise, answer the user."
-	nudgeCut   = "Your reply was cut off by the length limit. Continue from where it stopped, more briefly."
+	legacyNudgeEmpty = "Your last reply was empty. If you meant to call a tool, the call was malformed: call it again with valid JSON arguments. Otherwise, answer the user."
+	nudgeCut         = "Your reply was cut off by the length limit. Continue from where it stopped, more briefly."
 )
+
+// DefaultMaxUnreadCalls is how many replies in a row may attempt tool calls that cannot be read
+// (SessionConfig.MaxUnreadCalls).
+const DefaultMaxUnreadCalls = 3
 
 // Session runs the agent loop for one conversation. One goroutine owns the loop state; Prompt,
 // Steer, Cancel and Close may be called from any goroutine.
@@ -125,6 +135,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	if cfg.CompactAt <= 0 || cfg.CompactAt >= 1 {
 		cfg.CompactAt = 0.75
+	}
+	if cfg.MaxUnreadCalls <= 0 {
+		cfg.MaxUnreadCalls = DefaultMaxUnreadCalls
 	}
 	s := &Session{
 		cfg:       cfg,
@@ -313,6 +326,7 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 	// retry. A request is never sent again unchanged after it failed: a second overflow in a row,
 	// or a compaction that changed nothing, ends the turn.
 	nudged, continued, overflowed := false, 0, false
+	unread := 0 // replies in a row whose tool calls could not be read
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return "cancelled", nil
@@ -346,12 +360,25 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 				}
 				overflowed = true
 				continue
+			case errors.As(err, &me) && me.Kind == ErrBadToolCall:
+				// The server's parser could not read the model's call: nothing came back, so
+				// the model is told what it wrote and what was wrong.
+				if unread++; unread >= s.cfg.MaxUnreadCalls {
+					return "error", s.unreadError(unread, serverProblem(me))
+				}
+				s.nudgeUnread(turnID, unreadCalls{server: me}, unread)
+				continue
 			}
 			return "error", err
 		}
 		overflowed = false
-		calls := s.takeCalls(turnID, &resp.Message)
+		calls, bad := s.takeCalls(turnID, &resp.Message)
 		s.appendMessage(turnID, resp.Message)
+		if bad.none() {
+			unread = 0
+		} else {
+			unread++
+		}
 
 		switch {
 		case resp.DoneReason == "length" && len(calls) > 0:
@@ -361,9 +388,15 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 			continued++
 			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeCut, Kind: KindNudge})
 			continue
-		case len(calls) == 0 && strings.TrimSpace(resp.Message.Content) == "" && !nudged:
+		case len(calls) == 0 && !bad.none():
+			if unread >= s.cfg.MaxUnreadCalls {
+				return "error", s.unreadError(unread, bad.first())
+			}
+			s.nudgeUnread(turnID, bad, unread)
+			continue
+		case len(calls) == 0 && bad.empty && !nudged:
 			nudged = true
-			s.appendMessage(turnID, Message{Role: RoleUser, Content: nudgeEmpty, Kind: KindNudge})
+			s.appendMessage(turnID, Message{Role: RoleUser, Content: s.nudgeEmpty(), Kind: KindNudge})
 			continue
 		case len(calls) == 0:
 			if s.hasSteering() {
@@ -374,6 +407,14 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 		br := s.kernel.RunBatch(ctx, calls, s.steerSig)
 		s.appendResults(turnID, calls, br.Results)
 		s.sync()
+		if !bad.none() && !br.Halt && !br.Terminate {
+			// Some calls of the reply ran, another could not be read: the model is told after
+			// the results.
+			if unread >= s.cfg.MaxUnreadCalls {
+				return "error", s.unreadError(unread, bad.first())
+			}
+			s.nudgeUnread(turnID, bad, unread)
+		}
 		if br.Halt {
 			// A call was refused in a way the model cannot change (GateDecision.EndTurn): the
 			// model reads the result when the conversation continues, not now.
@@ -439,19 +480,35 @@ func (s *Session) callModel(ctx context.Context, turnID string, step int) (*Mode
 	return resp, nil
 }
 
-// takeCalls returns the tool calls of a reply: native ones, or else the ones printed as text. It
-// gives every call an ID unique in the turn and records the calls in the message.
-func (s *Session) takeCalls(turnID string, m *Message) []ToolCall {
+// takeCalls returns the tool calls of a reply: native ones, or else the ones written as text, and
+// the attempts that could not be run (see unreadCalls). Calls written in the reasoning (the
+// thinking stream, or <think>…</think> in the text) never run: when the reply itself has no call,
+// they are reported, so the model is told to write the call in its reply. It gives every call an
+// ID unique in the turn and records the calls in the message.
+func (s *Session) takeCalls(turnID string, m *Message) ([]ToolCall, unreadCalls) {
 	calls := m.ToolCalls
-	if len(calls) == 0 && m.Content != "" {
-		parsed, rest := textcall.Parse(m.Content, s.names)
-		for _, p := range parsed {
+	var bad unreadCalls
+	if len(calls) == 0 {
+		f := textcall.Parse(m.Content, s.names)
+		for _, p := range f.Calls {
 			calls = append(calls, ToolCall{Name: p.Name, Arguments: p.Arguments})
 		}
-		if len(parsed) > 0 && !s.textTools {
-			// A model with native tools printed its calls: record them natively, so the history
-			// renders as the model's template expects.
-			m.Content = rest
+		if len(f.Calls) > 0 && !s.textTools {
+			// A model with native tools wrote its calls as text: record them natively, so the
+			// history renders as the model's template expects.
+			m.Content = f.Rest
+		}
+		bad.problems = f.Problems
+		if len(calls) == 0 && len(f.Problems) == 0 {
+			bad.reasoning = f.Reasoning
+			if m.Thinking != "" {
+				th := textcall.Parse(m.Thinking, s.names)
+				for _, c := range th.Calls {
+					bad.reasoning = append(bad.reasoning, textcall.Problem{Format: c.Format, Name: c.Name})
+				}
+				bad.reasoning = append(append(bad.reasoning, th.Problems...), th.Reasoning...)
+			}
+			bad.empty = len(bad.reasoning) == 0 && f.Text == ""
 		}
 	}
 	for i := range calls {
@@ -461,7 +518,7 @@ func (s *Session) takeCalls(turnID string, m *Message) []ToolCall {
 	}
 	calls = s.kernel.uniqueIDs(calls)
 	m.ToolCalls = calls
-	return calls
+	return calls, bad
 }
 
 // appendResults adds one tool message per result, in the model's order.

@@ -350,7 +350,7 @@ func TestEmptyReplyGetsOneNudgeNeverALoop(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d model calls: a second empty reply must end the turn", len(reqs))
 	}
-	if m := reqs[1].Messages[len(reqs[1].Messages)-1]; m.Content != nudgeEmpty {
+	if m := reqs[1].Messages[len(reqs[1].Messages)-1]; m.Content != h.s.nudgeEmpty() {
 		t.Errorf("nudge = %q", m.Content)
 	}
 }

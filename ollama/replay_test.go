@@ -244,7 +244,8 @@ func wantTextCalls(rest string, calls ...textcall.Call) func(*testing.T, chatRes
 		if len(res.resp.Message.ToolCalls) != 0 {
 			t.Fatalf("native calls %v", res.resp.Message.ToolCalls)
 		}
-		got, gotRest := textcall.Parse(res.resp.Message.Content, weatherToolNames)
+		f := textcall.Parse(res.resp.Message.Content, weatherToolNames)
+		got, gotRest := f.Calls, f.Rest
 		if !reflect.DeepEqual(got, calls) || gotRest != rest {
 			t.Errorf("textcall.Parse(%q)\n got %v rest %q\nwant %v rest %q", res.resp.Message.Content, got, gotRest, calls, rest)
 		}
@@ -318,17 +319,17 @@ func TestReplayChat(t *testing.T) {
 			wantTextCalls("Let me check the weather.")(t, res)
 		}},
 		{rec: "20c-content-then-toolcall-without-tools", check: wantTextCalls("Let me check the weather.",
-			textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`), Known: true})},
+			textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`), Known: true, Format: textcall.Hermes})},
 		{rec: "21-malformed-toolcall", check: wantText("", "stop")},
 		{rec: "21b-unknown-tool-name", check: wantText("", "stop")},
 		{rec: "21c-split-toolcall-tokens", check: wantCalls("", call{"call_7clhio8r", "get_weather", `{"city":"Oslo"}`})},
 		{rec: "21d-bare-json-no-tag", check: wantTextCalls("Sure:",
-			textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Lima"}`), Known: true})},
+			textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Lima"}`), Known: true, Format: textcall.JSON})},
 		{rec: "21e-toolcall-text-when-no-tools-sent", check: func(t *testing.T, res chatResult) {
 			if len(res.deltas) != 8 {
 				t.Errorf("%d deltas, want the 8 pieces of the split call", len(res.deltas))
 			}
-			wantTextCalls("", textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`), Known: true})(t, res)
+			wantTextCalls("", textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`), Known: true, Format: textcall.Hermes})(t, res)
 		}},
 		{rec: "21f-template-parser-mixedbad", check: wantText("Checking the weather now. One moment.\n", "stop")},
 		{rec: "22-utf8-split-bytes", check: func(t *testing.T, res chatResult) {
@@ -356,7 +357,7 @@ func TestReplayChat(t *testing.T) {
 		{rec: "30-q3parser-mixedbad-midstream-error", check: wantKind(agent.ErrBadToolCall, 200, "failed to parse JSON: invalid character 'o' looking for beginning of object key string")},
 		{rec: "30-q3parser-mixedbad-nostream", check: wantKind(agent.ErrBadToolCall, 500, "failed to parse JSON")},
 		{rec: "30-q3parser-nobrace", check: wantTextCalls("Sure:",
-			textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Lima"}`), Known: true})},
+			textcall.Call{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Lima"}`), Known: true, Format: textcall.JSON})},
 		{rec: "30-q3parser-splittool", check: wantCalls("", call{"call_uk4rudjf", "get_weather", `{"city":"Oslo"}`})},
 		// The built-in parser passes unknown names through: the kernel validates them.
 		{rec: "30-q3parser-unknowntool", check: wantCalls("", call{"call_gacui4fp", "no_such_tool", `{"x":1}`})},

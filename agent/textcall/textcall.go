@@ -1,24 +1,67 @@
-// Package textcall finds tool calls that a model printed as text instead of sending them natively.
+// Package textcall reads the tool calls a model wrote as text instead of sending them natively,
+// and says what is wrong with the ones it cannot read.
 //
-// Local models often write the call into their reply: tagged (<tool_call>{…}</tool_call>), in a
-// fenced ```json block, as a bare {"name": …, "arguments": …} object in prose, in qwen3-coder's
-// <function=name><parameter=key>value</parameter></function> form, or after Mistral's
-// [TOOL_CALLS] marker. Parse recognizes these forms; it never guesses beyond them.
+// Local models write calls in their own family's format, and a server's parser does not always
+// take them out of the text: Hermes/Qwen <tool_call>{…}</tool_call>, qwen3-coder's
+// <function=name><parameter=key>value</parameter></function>, Mistral's [TOOL_CALLS]name[ARGS]{…}
+// (and the older [TOOL_CALLS][{…}]), Llama 3.x's <|python_tag|> and bare {"name": …,
+// "parameters": …}, gpt-oss's harmony "to=functions.name … <|message|>{…}", DeepSeek's
+// <｜tool▁call▁begin｜> tokens, Gemma's ```tool_code fences of name(key=value) calls, and fenced or
+// bare JSON. Parse recognizes these forms; it never guesses beyond them. It depends on no model
+// server, so every engine's replies go through it the same way.
 //
-// Invariant: JSON counts as a call only with the exact shape {name, arguments|parameters} (an
-// optional "type":"function" and "id" aside, or OpenAI's {"function": {…}} wrapping), name being a
-// non-empty string and the arguments an object (or a JSON string holding one). Anything else stays
-// text.
+// Invariant: a JSON object counts as a call only with a name and at most one arguments key
+// (arguments, args, parameters, params or input), an optional "type":"function", "id" or
+// "jsonrpc" aside, or OpenAI's {"function": {…}} wrapping. The name is a non-empty string under
+// "name" (any name: an unknown one is returned with Known false and answered not_found), or under
+// "method", "tool", "tool_name" or "function" when it names an offered tool (so a JSON-RPC
+// {"method": "read", "params": {…}} is read, an HTTP example {"method": "GET", …} is not). The
+// arguments are an object, null (none), or a JSON string holding an object.
 //
-// Invariant: names are checked against the offered tools; an unknown name is still returned, with
-// Known false, so the kernel answers it with not_found and never executes it.
+// Invariant: argument values are taken exactly as the format defines them: JSON strings as
+// decoded; a qwen3-coder value is the text between its tags less one leading and one trailing
+// newline (the reference parser's rule), nothing more, so a value the model wrote with a stray
+// space keeps it and the tool can refuse it; Python literals as Python reads them.
+//
+// Invariant: a call written inside reasoning (<think>…</think> or a reply that opens with text
+// closed by </think>, Mistral's [THINK]…[/THINK], harmony's analysis channel) is never returned
+// as a call: it is reported in Found.Reasoning, so the same intended call is never run twice
+// (once from the reasoning, once from the reply).
+//
+// Invariant: text that starts like a call of a known format (a tag, a marker, a tool_code fence,
+// or JSON naming an offered tool) and cannot be read is a Problem with the reason, never silently
+// plain text.
 package textcall
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
+)
+
+// Format names a tool-call format.
+type Format string
+
+const (
+	// Hermes is <tool_call>{"name": …, "arguments": {…}}</tool_call> (Hermes, Qwen2.5, Qwen3 and
+	// their fine-tunes, and agentd's own text format).
+	Hermes Format = "hermes"
+	// QwenXML is qwen3-coder's <tool_call><function=name><parameter=key>value</parameter>…
+	QwenXML Format = "qwen3-coder"
+	// Mistral is [TOOL_CALLS]name[ARGS]{…} (Devstral, Mistral Small 3.2, Magistral) or the older
+	// [TOOL_CALLS][{"name": …, "arguments": {…}}].
+	Mistral Format = "mistral"
+	// Llama is Llama 3.x: <|python_tag|> followed by calls, or a bare {"name": …, "parameters": …}.
+	Llama Format = "llama"
+	// Harmony is gpt-oss: <|channel|>commentary to=functions.name <|constrain|>json<|message|>{…}<|call|>.
+	Harmony Format = "harmony"
+	// DeepSeek is <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>name<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…
+	// (V3.1), or with "function<｜tool▁sep｜>name" and a fenced JSON (R1, V3).
+	DeepSeek Format = "deepseek"
+	// Pythonic is name(key=value, …) calls: Gemma's ```tool_code fences, Llama 3.2's [f(a=1)].
+	Pythonic Format = "pythonic"
+	// JSON is a call object in a ```json fence or bare in the text.
+	JSON Format = "json"
 )
 
 // Call is one tool call found in text.
@@ -27,53 +70,163 @@ type Call struct {
 	// Arguments is a compact JSON object, keys in the order the model wrote them.
 	Arguments json.RawMessage
 	// Known reports whether Name is one of the offered tools.
-	Known bool
+	Known  bool
+	Format Format
 }
 
-// Parse returns the tool calls written in content, in order, and the content without them (trimmed,
-// blank lines left by a removed call collapsed). When nothing is found, rest is the trimmed content.
-// Malformed calls are not calls: their text stays in rest.
-func Parse(content string, offered []string) (calls []Call, rest string) {
-	var spans []span
-	for i := 0; i < len(content); {
-		at, kind := nextMarker(content, i)
-		if at < 0 {
+// Problem is text that was meant as a tool call and cannot be read as one.
+type Problem struct {
+	Format Format
+	// Name is the tool the attempt names, when it could be read ("" otherwise).
+	Name string
+	// Reason says what is wrong, for the model: "the JSON after [ARGS] is not valid: …".
+	Reason string
+	// Text is the attempt as written, cut to about 300 bytes.
+	Text string
+}
+
+// Found is what a reply's text holds.
+type Found struct {
+	// Calls are the calls to run, in order.
+	Calls []Call
+	// Problems are attempted calls that could not be read, in order.
+	Problems []Problem
+	// Rest is the text without the calls that were read (reasoning kept), trimmed, blank lines
+	// left by a removed call collapsed. With nothing found it is the trimmed text.
+	Rest string
+	// Text is what the reply says outside reasoning and calls, trimmed: "" when the model only
+	// reasoned, or only called.
+	Text string
+	// Reasoning holds the calls (read, or as problems) written inside reasoning: never run.
+	Reasoning []Problem
+}
+
+// Parse reads the tool calls written in text. offered are the tool names the model was given.
+func Parse(text string, offered []string) Found {
+	p := &parser{s: text, offered: offered}
+	from := 0
+	// A reply may open with reasoning whose opening tag was in the prompt (templates that end the
+	// prompt with "<think>"): everything up to a first closing tag that has no opening one.
+	for _, tags := range reasoningTags {
+		if end := strings.Index(text, tags[1]); end >= 0 && !strings.Contains(text[:end], tags[0]) {
+			p.scan(0, end, true)
+			p.reasoned = append(p.reasoned, region{0, end + len(tags[1])})
+			from = end + len(tags[1])
 			break
 		}
-		sp, skipTo := parseAt(content, at, kind)
-		if sp != nil {
-			spans = append(spans, *sp)
-			i = sp.end
-			continue
-		}
-		i = max(skipTo, at+1)
 	}
-	if len(spans) == 0 {
-		return nil, strings.TrimSpace(content)
+	p.scan(from, len(text), false)
+	f := Found{Calls: p.calls, Problems: p.problems, Reasoning: p.reasoning}
+	for i := range f.Calls {
+		f.Calls[i].Known = slices.Contains(offered, f.Calls[i].Name)
 	}
-	for _, sp := range spans {
-		for _, c := range sp.calls {
-			c.Known = slices.Contains(offered, c.Name)
-			calls = append(calls, c)
-		}
-	}
-	return calls, cut(content, spans)
+	f.Rest = cut(text, p.spans)
+	f.Text = cut(text, mergeRegions(p.spans, p.reasoned))
+	return f
 }
 
-// span is a region of the content that holds calls.
-type span struct {
+// reasoningTags open and close a reasoning region written in the reply.
+var reasoningTags = [][2]string{{"<think>", "</think>"}, {"<thinking>", "</thinking>"}, {"[THINK]", "[/THINK]"}}
+
+const (
+	harmonyAnalysis = "<|channel|>analysis"
+	harmonyEnd      = "<|end|>"
+)
+
+// region is a part of the text [start, end).
+type region struct{ start, end int }
+
+type parser struct {
+	s        string
+	offered  []string
+	calls    []Call
+	problems []Problem
+	// reasoning collects what scan found inside reasoning regions.
+	reasoning []Problem
+	spans     []region // the calls read outside reasoning, to cut from Rest
+	reasoned  []region // reasoning regions, also cut from Text
+}
+
+func (p *parser) offer(name string) bool { return slices.Contains(p.offered, name) }
+
+// attempt is what reading at a marker gave: calls, or a problem, or neither (plain text); end is
+// where scanning goes on.
+type attempt struct {
 	start, end int
 	calls      []Call
+	prob       *Problem
+}
+
+// scan reads s[from:to]. Inside reasoning, calls and problems go to p.reasoning.
+func (p *parser) scan(from, to int, inReasoning bool) {
+	t := p.s[:to]
+	for i := from; i < to; {
+		at, kind := p.nextMarker(t, i, inReasoning)
+		if at < 0 {
+			return
+		}
+		if kind == markReasoning {
+			end, innerEnd, innerStart := p.reasoningRegion(t, at)
+			p.scan(innerStart, innerEnd, true)
+			p.reasoned = append(p.reasoned, region{at, end})
+			i = end
+			continue
+		}
+		a := p.read(t, at, kind)
+		switch {
+		case len(a.calls) > 0 && inReasoning:
+			for _, c := range a.calls {
+				p.reasoning = append(p.reasoning, Problem{Format: c.Format, Name: c.Name, Text: excerpt(t[a.start:a.end])})
+			}
+		case len(a.calls) > 0:
+			p.calls = append(p.calls, a.calls...)
+			p.spans = append(p.spans, region{a.start, a.end})
+		case a.prob != nil:
+			a.prob.Text = excerpt(t[a.start:min(a.end, len(t))])
+			if inReasoning {
+				p.reasoning = append(p.reasoning, *a.prob)
+			} else {
+				p.problems = append(p.problems, *a.prob)
+			}
+		}
+		i = max(a.end, at+1)
+	}
+}
+
+// reasoningRegion reads a reasoning region at `at`: where it ends, and its inside.
+func (p *parser) reasoningRegion(t string, at int) (end, innerEnd, innerStart int) {
+	if strings.HasPrefix(t[at:], harmonyAnalysis) {
+		innerStart = at + len(harmonyAnalysis)
+		if j := strings.Index(t[innerStart:], harmonyEnd); j >= 0 {
+			return innerStart + j + len(harmonyEnd), innerStart + j, innerStart
+		}
+		return len(t), len(t), innerStart
+	}
+	for _, tags := range reasoningTags {
+		if strings.HasPrefix(t[at:], tags[0]) {
+			innerStart = at + len(tags[0])
+			if j := strings.Index(t[innerStart:], tags[1]); j >= 0 {
+				return innerStart + j + len(tags[1]), innerStart + j, innerStart
+			}
+			return len(t), len(t), innerStart
+		}
+	}
+	return at + 1, at + 1, at + 1
 }
 
 type markerKind int
 
 const (
-	markToolCall markerKind = iota // <tool_call>
-	markFunction                   // <function=
-	markFence                      // ```
-	markMistral                    // [TOOL_CALLS]
-	markBrace                      // {
+	markReasoning markerKind = iota // <think>, [THINK], harmony's analysis channel
+	markToolCall                    // <tool_call>
+	markFunction                    // <function=
+	markMistral                     // [TOOL_CALLS]
+	markPythonTag                   // <|python_tag|>
+	markHarmony                     // to=functions.
+	markDeepSeek                    // <｜tool▁calls▁begin｜> or <｜tool▁call▁begin｜>
+	markFence                       // ```
+	markBrace                       // {
+	markPyList                      // [name( at the start of the reply
 )
 
 const (
@@ -85,26 +238,48 @@ const (
 	paramClose    = "</parameter>"
 	fenceMark     = "```"
 	mistralMark   = "[TOOL_CALLS]"
+	mistralArgs   = "[ARGS]"
+	mistralCallID = "[CALL_ID]"
+	pythonTag     = "<|python_tag|>"
+	harmonyTo     = "to=functions."
 )
 
-// nextMarker finds the first place at or after i where a call may start.
-func nextMarker(s string, i int) (int, markerKind) {
+// nextMarker finds the first place at or after i where a call (or reasoning) may start.
+func (p *parser) nextMarker(s string, i int, inReasoning bool) (int, markerKind) {
 	for ; i < len(s); i++ {
 		switch s[i] {
 		case '<':
-			if strings.HasPrefix(s[i:], toolCallOpen) {
+			rest := s[i:]
+			switch {
+			case !inReasoning && (strings.HasPrefix(rest, "<think>") || strings.HasPrefix(rest, "<thinking>") || strings.HasPrefix(rest, harmonyAnalysis)):
+				return i, markReasoning
+			case strings.HasPrefix(rest, toolCallOpen):
 				return i, markToolCall
-			}
-			if strings.HasPrefix(s[i:], functionOpen) {
+			case strings.HasPrefix(rest, functionOpen):
 				return i, markFunction
+			case strings.HasPrefix(rest, pythonTag):
+				return i, markPythonTag
+			}
+			if name, _ := deepSeekToken(s, i); name == "tool_calls_begin" || name == "tool_call_begin" {
+				return i, markDeepSeek
+			}
+		case '[':
+			rest := s[i:]
+			switch {
+			case !inReasoning && strings.HasPrefix(rest, "[THINK]"):
+				return i, markReasoning
+			case strings.HasPrefix(rest, mistralMark):
+				return i, markMistral
+			case strings.TrimSpace(s[:i]) == "" && looksLikePyList(rest):
+				return i, markPyList
+			}
+		case 't':
+			if strings.HasPrefix(s[i:], harmonyTo) {
+				return i, markHarmony
 			}
 		case '`':
 			if strings.HasPrefix(s[i:], fenceMark) {
 				return i, markFence
-			}
-		case '[':
-			if strings.HasPrefix(s[i:], mistralMark) {
-				return i, markMistral
 			}
 		case '{':
 			return i, markBrace
@@ -113,60 +288,29 @@ func nextMarker(s string, i int) (int, markerKind) {
 	return -1, 0
 }
 
-// parseAt tries to read calls at the marker. On failure it returns nil and where scanning goes on:
-// past a whole tagged region or fence that is not a call, so nothing inside it is taken for one.
-func parseAt(s string, at int, kind markerKind) (*span, int) {
+// read tries to read calls at a marker.
+func (p *parser) read(s string, at int, kind markerKind) attempt {
 	switch kind {
 	case markToolCall:
-		bodyStart := at + len(toolCallOpen)
-		if j := strings.Index(s[bodyStart:], toolCallClose); j >= 0 {
-			end := bodyStart + j + len(toolCallClose)
-			if calls, ok := parseBody(s[bodyStart : bodyStart+j]); ok {
-				return &span{at, end, calls}, end
-			}
-			return nil, end
-		}
-		// No closing tag: the reply stopped after the call, or went on with prose.
-		if end, calls, ok := decodeCallsPrefix(s, bodyStart); ok {
-			return &span{at, end, calls}, end
-		}
-		if calls, ok := parseBody(s[bodyStart:]); ok {
-			return &span{at, len(s), calls}, len(s)
-		}
-		return nil, len(s)
+		return p.readToolCall(s, at)
 	case markFunction:
-		bodyEnd, end := closing(s, at, functionClose)
-		if c, ok := parseFunction(s[at:bodyEnd]); ok {
-			return &span{at, end, []Call{c}}, end
-		}
-		return nil, at + 1
-	case markFence:
-		return parseFence(s, at)
+		return p.readFunction(s, at)
 	case markMistral:
-		bodyStart := at + len(mistralMark)
-		end, calls, ok := decodeCallsPrefix(s, bodyStart)
-		if ok {
-			return &span{at, end, calls}, end
-		}
-		return nil, at + 1
+		return p.readMistral(s, at)
+	case markPythonTag:
+		return p.readPythonTag(s, at)
+	case markHarmony:
+		return p.readHarmony(s, at)
+	case markDeepSeek:
+		return p.readDeepSeek(s, at)
+	case markFence:
+		return p.readFence(s, at)
 	case markBrace:
-		if !looksLikeObject(s[at:]) {
-			return nil, at + 1
-		}
-		end := matchBrace(s, at)
-		if end < 0 {
-			return nil, at + 1
-		}
-		raw := []byte(s[at:end])
-		if !json.Valid(raw) {
-			return nil, at + 1
-		}
-		if c, ok := callFromJSON(raw); ok {
-			return &span{at, end, []Call{c}}, end
-		}
-		return nil, end // some other JSON object: skip all of it, nested objects included
+		return p.readBare(s, at)
+	case markPyList:
+		return p.readPyList(s, at)
 	}
-	return nil, at + 1
+	return attempt{start: at, end: at + 1}
 }
 
 // closing finds the closing tag from i: the body ends before it and the region after it. Without a
@@ -178,310 +322,26 @@ func closing(s string, i int, tag string) (bodyEnd, end int) {
 	return len(s), len(s)
 }
 
-// parseBody reads the inside of a <tool_call> tag or a fence: JSON calls, a function form, or a
-// tag, possibly wrapped in a fence.
-func parseBody(body string) ([]Call, bool) {
-	body = strings.TrimSpace(body)
-	if strings.HasPrefix(body, fenceMark) {
-		nl := strings.IndexByte(body, '\n')
-		if nl < 0 {
-			return nil, false
-		}
-		body = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(body[nl+1:]), fenceMark))
-	}
-	switch {
-	case body == "":
-		return nil, false
-	case strings.HasPrefix(body, toolCallOpen):
-		inner, end := closing(body, len(toolCallOpen), toolCallClose)
-		if strings.TrimSpace(body[end:]) != "" {
-			return nil, false
-		}
-		return parseBody(body[len(toolCallOpen):inner])
-	case strings.HasPrefix(body, functionOpen):
-		var calls []Call
-		for body != "" {
-			if !strings.HasPrefix(body, functionOpen) {
-				return nil, false
-			}
-			bodyEnd, end := closing(body, 0, functionClose)
-			c, ok := parseFunction(body[:bodyEnd])
-			if !ok {
-				return nil, false
-			}
-			calls = append(calls, c)
-			body = strings.TrimSpace(body[end:])
-		}
-		return calls, true
-	}
-	return decodeCalls(body)
+func problem(start, end int, f Format, name, reason string) attempt {
+	return attempt{start: start, end: end, prob: &Problem{Format: f, Name: name, Reason: reason}}
 }
 
-// parseFence reads a fenced block at `at`. Only blocks tagged json (or a tool-call tag, or nothing)
-// can hold calls; any fence that holds none is skipped whole.
-func parseFence(s string, at int) (*span, int) {
-	infoStart := at + len(fenceMark)
-	nl := strings.IndexByte(s[infoStart:], '\n')
-	if nl < 0 {
-		return nil, len(s) // a fence opened on the last line: nothing more to read
-	}
-	info := strings.ToLower(strings.TrimSpace(s[infoStart : infoStart+nl]))
-	bodyStart := infoStart + nl + 1
-	bodyEnd, end := len(s), len(s)
-	if j := strings.Index(s[bodyStart:], fenceMark); j >= 0 {
-		bodyEnd, end = bodyStart+j, bodyStart+j+len(fenceMark)
-	}
-	switch info {
-	case "", "json", "jsonc", "json5", "tool_call", "tool_calls", "tool_code", "tool", "xml":
-	default:
-		return nil, end
-	}
-	// JSON first, read up to where it ends: a string in it may hold a fence of its own
-	// ("content": "```go\n…```"), which must not close the block.
-	if k, calls, ok := decodeCallsPrefix(s, bodyStart); ok {
-		j := k
-		for j < len(s) && isSpace(s[j]) {
-			j++
-		}
-		switch {
-		case j == len(s):
-			return &span{at, len(s), calls}, len(s)
-		case strings.HasPrefix(s[j:], fenceMark):
-			return &span{at, j + len(fenceMark), calls}, j + len(fenceMark)
-		}
-	}
-	if calls, ok := parseBody(s[bodyStart:bodyEnd]); ok {
-		return &span{at, end, calls}, end
-	}
-	return nil, end
+func found(start, end int, calls []Call) attempt {
+	return attempt{start: start, end: end, calls: calls}
 }
 
-// decodeCalls reads one or more JSON values, separated by white space, each a call or an array of
-// calls. Anything else fails the whole body.
-func decodeCalls(body string) ([]Call, bool) {
-	end, calls, ok := decodeCallsPrefix(body, 0)
-	if !ok || strings.TrimSpace(body[end:]) != "" {
-		return nil, false
+// excerpt cuts an attempt's text for a message: about 300 bytes, whole characters.
+func excerpt(s string) string {
+	s = strings.TrimSpace(s)
+	const limit = 300
+	if len(s) <= limit {
+		return s
 	}
-	return calls, true
-}
-
-// decodeCallsPrefix reads call-shaped JSON values from s[i:] for as long as they come; end is where
-// the last one ended.
-func decodeCallsPrefix(s string, i int) (end int, calls []Call, ok bool) {
-	end = i
-	for {
-		j := end
-		for j < len(s) && isSpace(s[j]) {
-			j++
-		}
-		if j >= len(s) || (s[j] != '{' && s[j] != '[') {
-			break
-		}
-		k := matchBrace(s, j)
-		if k < 0 {
-			break
-		}
-		cs, good := callsFromJSON([]byte(s[j:k]))
-		if !good {
-			break
-		}
-		calls = append(calls, cs...)
-		end = k
+	cutAt := limit
+	for cutAt > 0 && s[cutAt]&0xC0 == 0x80 {
+		cutAt--
 	}
-	return end, calls, len(calls) > 0
-}
-
-// callsFromJSON reads a call object or an array of call objects.
-func callsFromJSON(raw []byte) ([]Call, bool) {
-	if !json.Valid(raw) {
-		return nil, false
-	}
-	raw = bytes.TrimSpace(raw)
-	if raw[0] == '{' {
-		c, ok := callFromJSON(raw)
-		if !ok {
-			return nil, false
-		}
-		return []Call{c}, true
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 {
-		return nil, false
-	}
-	calls := make([]Call, 0, len(items))
-	for _, it := range items {
-		c, ok := callFromJSON(it)
-		if !ok {
-			return nil, false
-		}
-		calls = append(calls, c)
-	}
-	return calls, true
-}
-
-// callFromJSON accepts exactly the call shapes (see the package invariant).
-func callFromJSON(raw []byte) (Call, bool) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return Call{}, false
-	}
-	if t, ok := obj["type"]; ok {
-		var s string
-		if json.Unmarshal(t, &s) != nil || s != "function" {
-			return Call{}, false
-		}
-		delete(obj, "type")
-	}
-	if id, ok := obj["id"]; ok {
-		var s string
-		if json.Unmarshal(id, &s) != nil {
-			return Call{}, false
-		}
-		delete(obj, "id")
-	}
-	if fn, ok := obj["function"]; ok {
-		if len(obj) != 1 {
-			return Call{}, false
-		}
-		return callFromJSON(fn) // {"function": {"name": …, "arguments": …}}
-	}
-	nameRaw, ok := obj["name"]
-	if !ok || len(obj) != 2 {
-		return Call{}, false
-	}
-	var name string
-	if json.Unmarshal(nameRaw, &name) != nil {
-		return Call{}, false
-	}
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return Call{}, false
-	}
-	argsRaw, ok := obj["arguments"]
-	if !ok {
-		if argsRaw, ok = obj["parameters"]; !ok {
-			return Call{}, false
-		}
-	}
-	args, ok := argumentsObject(argsRaw)
-	if !ok {
-		return Call{}, false
-	}
-	return Call{Name: name, Arguments: args}, true
-}
-
-// argumentsObject accepts an object, null (no arguments), or a JSON string holding an object (or
-// nothing), and returns the object compacted.
-func argumentsObject(raw json.RawMessage) (json.RawMessage, bool) {
-	raw = bytes.TrimSpace(raw)
-	switch {
-	case len(raw) == 0:
-		return nil, false
-	case bytes.Equal(raw, []byte("null")):
-		return json.RawMessage("{}"), true
-	case raw[0] == '"':
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return nil, false
-		}
-		s = strings.TrimSpace(s)
-		if s == "" {
-			return json.RawMessage("{}"), true
-		}
-		if s[0] != '{' || !json.Valid([]byte(s)) {
-			return nil, false
-		}
-		raw = []byte(s)
-	case raw[0] != '{':
-		return nil, false
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, false
-	}
-	return json.RawMessage(buf.Bytes()), true
-}
-
-// parseFunction reads "<function=name>" followed by a JSON object, <parameter=key>value</parameter>
-// pairs, or nothing; s ends before "</function>" (or at the end of a cut reply).
-func parseFunction(s string) (Call, bool) {
-	rest := s[len(functionOpen):]
-	gt := strings.IndexByte(rest, '>')
-	if gt < 0 {
-		return Call{}, false
-	}
-	name := strings.TrimSpace(rest[:gt])
-	if !validName(name) {
-		return Call{}, false
-	}
-	body := strings.TrimSpace(rest[gt+1:])
-	if body == "" {
-		return Call{Name: name, Arguments: json.RawMessage("{}")}, true
-	}
-	if body[0] == '{' {
-		args, ok := argumentsObject(json.RawMessage(body))
-		if !ok || !json.Valid([]byte(body)) {
-			return Call{}, false
-		}
-		return Call{Name: name, Arguments: args}, true
-	}
-	var keys []string
-	values := map[string]string{}
-	for body != "" {
-		if !strings.HasPrefix(body, paramOpen) {
-			return Call{}, false
-		}
-		body = body[len(paramOpen):]
-		gt := strings.IndexByte(body, '>')
-		if gt < 0 {
-			return Call{}, false
-		}
-		key := strings.TrimSpace(body[:gt])
-		if !validName(key) {
-			return Call{}, false
-		}
-		body = body[gt+1:]
-		// The value ends at </parameter>; a model that forgets it ends the value at the next
-		// parameter or at the end of the function.
-		valueEnd, next := len(body), len(body)
-		if j := strings.Index(body, paramClose); j >= 0 {
-			valueEnd, next = j, j+len(paramClose)
-		}
-		if j := strings.Index(body[:valueEnd], paramOpen); j >= 0 {
-			valueEnd, next = j, j
-		}
-		value := body[:valueEnd]
-		// qwen3-coder puts the value on its own lines: drop one newline each side, keep the rest.
-		value = strings.TrimPrefix(value, "\n")
-		value = strings.TrimSuffix(value, "\n")
-		if _, seen := values[key]; !seen {
-			keys = append(keys, key)
-		}
-		values[key] = value
-		body = strings.TrimSpace(body[next:])
-	}
-	// Values stay strings: the kernel coerces them against the tool's schema ("5" → 5).
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeString(&buf, k)
-		buf.WriteByte(':')
-		writeString(&buf, values[k])
-	}
-	buf.WriteByte('}')
-	return Call{Name: name, Arguments: json.RawMessage(buf.Bytes())}, true
-}
-
-func writeString(buf *bytes.Buffer, s string) {
-	var tmp bytes.Buffer
-	enc := json.NewEncoder(&tmp)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	buf.Write(bytes.TrimSuffix(tmp.Bytes(), []byte("\n")))
+	return s[:cutAt] + " …"
 }
 
 // validName accepts identifier-like names (letters, digits, _ - . :), as tool and parameter names are.
@@ -499,57 +359,37 @@ func validName(s string) bool {
 	return true
 }
 
-// looksLikeObject reports whether s starts like a JSON object with a key: "{" then white space then
-// a quote. It keeps the scan from trying every brace of a code snippet.
-func looksLikeObject(s string) bool {
-	for i := 1; i < len(s); i++ {
-		if isSpace(s[i]) {
-			continue
-		}
-		return s[i] == '"'
-	}
-	return false
-}
-
-// matchBrace returns the end (exclusive) of the JSON object or array starting at s[i], following
-// strings and escapes, or -1 when it is not closed.
-func matchBrace(s string, i int) int {
-	depth := 0
-	inString := false
-	for j := i; j < len(s); j++ {
-		c := s[j]
-		if inString {
-			switch c {
-			case '\\':
-				j++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
-			if depth < 0 {
-				return -1
-			}
-		}
-	}
-	return -1
-}
-
 func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
 
-// cut removes the spans from s. At each seam the white space on both sides becomes one space, one
-// newline or one blank line, the most that either side had; the result is trimmed.
-func cut(s string, spans []span) string {
+func skipSpace(s string, i int) int {
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// mergeRegions returns a and b as one list sorted by start, overlapping regions merged.
+func mergeRegions(a, b []region) []region {
+	all := append(slices.Clone(a), b...)
+	slices.SortFunc(all, func(x, y region) int { return x.start - y.start })
+	var out []region
+	for _, r := range all {
+		if n := len(out); n > 0 && r.start <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, r.end)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// cut removes the regions (sorted, disjoint) from s. At each seam the white space on both sides
+// becomes one space, one newline or one blank line, the most that either side had; the result is
+// trimmed.
+func cut(s string, spans []region) string {
+	if len(spans) == 0 {
+		return strings.TrimSpace(s)
+	}
 	out := s[:spans[0].start]
 	gapNL := 0 // newlines of white-space-only pieces between consecutive spans
 	for k, sp := range spans {

@@ -29,6 +29,7 @@ func TestParse(t *testing.T) {
 		content string
 		want    []wantCall
 		rest    string
+		problem string // a Problem's reason contains it ("": no problem)
 	}{
 		{
 			name:    "plain text",
@@ -148,6 +149,7 @@ func TestParse(t *testing.T) {
 			name:    "call shape with an extra key is not a call",
 			content: `{"name": "run", "arguments": {"cmd": "ls"}, "reason": "look"}`,
 			rest:    `{"name": "run", "arguments": {"cmd": "ls"}, "reason": "look"}`,
+			problem: `it has the key "reason"`,
 		},
 		{
 			name:    "call shape nested in other JSON is not a call",
@@ -163,16 +165,19 @@ func TestParse(t *testing.T) {
 			name:    "empty name",
 			content: `{"name": " ", "arguments": {}}`,
 			rest:    `{"name": " ", "arguments": {}}`,
+			problem: `"name" is empty`,
 		},
 		{
 			name:    "arguments that are an array",
 			content: `{"name": "run", "arguments": ["ls"]}`,
 			rest:    `{"name": "run", "arguments": ["ls"]}`,
+			problem: `"arguments" must be a JSON object of the tool's parameters, got ["ls"]`,
 		},
 		{
 			name:    "arguments string that is not JSON",
 			content: `{"name": "run", "arguments": "ls -la"}`,
 			rest:    `{"name": "run", "arguments": "ls -la"}`,
+			problem: `got the string "ls -la"`,
 		},
 		{
 			name:    "invented tool name",
@@ -183,11 +188,13 @@ func TestParse(t *testing.T) {
 			name:    "malformed JSON in a tag",
 			content: "Reading.\n<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": }</tool_call>",
 			rest:    "Reading.\n<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": }</tool_call>",
+			problem: "invalid character '}' looking for beginning of value, near",
 		},
 		{
 			name:    "malformed bare JSON",
 			content: `Try {"name": "read_file", "arguments": {"path": "a.go"}`,
 			rest:    `Try {"name": "read_file", "arguments": {"path": "a.go"}`,
+			problem: "the JSON is not complete",
 		},
 		{
 			name:    "malformed JSON in a fence does not let an inner object through",
@@ -229,6 +236,7 @@ func TestParse(t *testing.T) {
 			name:    "function form with stray text is not a call",
 			content: `<function=run>please run ls</function>`,
 			rest:    `<function=run>please run ls</function>`,
+			problem: "text outside <parameter=…>",
 		},
 		{
 			name:    "OpenAI shape",
@@ -244,6 +252,7 @@ func TestParse(t *testing.T) {
 			name:    "type other than function",
 			content: `{"type": "object", "name": "get_time", "arguments": {}}`,
 			rest:    `{"type": "object", "name": "get_time", "arguments": {}}`,
+			problem: `"type" is "object"`,
 		},
 		{
 			name:    "Mistral marker",
@@ -265,12 +274,192 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, rest := Parse(tt.content, offered)
-			if !reflect.DeepEqual(calls(got), tt.want) {
-				t.Errorf("calls:\n got %#v\nwant %#v", calls(got), tt.want)
+			f := Parse(tt.content, offered)
+			if !reflect.DeepEqual(calls(f.Calls), tt.want) {
+				t.Errorf("calls:\n got %#v\nwant %#v", calls(f.Calls), tt.want)
 			}
-			if rest != tt.rest {
-				t.Errorf("rest:\n got %q\nwant %q", rest, tt.rest)
+			if f.Rest != tt.rest {
+				t.Errorf("rest:\n got %q\nwant %q", f.Rest, tt.rest)
+			}
+			var reasons []string
+			for _, p := range f.Problems {
+				reasons = append(reasons, p.Reason)
+			}
+			if (tt.problem == "") != (len(f.Problems) == 0) || (tt.problem != "" && !strings.Contains(strings.Join(reasons, "|"), tt.problem)) {
+				t.Errorf("problems %q, want one saying %q", reasons, tt.problem)
+			}
+		})
+	}
+}
+
+// TestParseFormats: every family's format, as its chat template or reference parser defines it,
+// with the arguments exactly as the format gives them.
+func TestParseFormats(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    []wantCall
+		rest    string
+		format  Format
+	}{
+		{"hermes, args instead of arguments",
+			"<tool_call>\n{\"name\": \"read_file\", \"args\": {\"path\": \"a.go\"}}\n</tool_call>",
+			[]wantCall{{"read_file", `{"path":"a.go"}`, true}}, "", Hermes},
+		{"JSON-RPC shape naming an offered tool",
+			`{"jsonrpc": "2.0", "id": 1, "method": "read_file", "params": {"path": "a.go"}}`,
+			[]wantCall{{"read_file", `{"path":"a.go"}`, true}}, "", JSON},
+		{"tool instead of name, input instead of arguments",
+			`{"type": "tool_use", "tool": "get_time", "input": {}}`,
+			[]wantCall{{"get_time", `{}`, true}}, "", JSON},
+		{"qwen3-coder: one newline each side is the format's, the rest is the value",
+			"<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/a.txt\n</parameter>\n<parameter=content>\n  indented\n\n</parameter>\n</function>\n</tool_call>",
+			[]wantCall{{"write_file", `{"path":"src/a.txt","content":"  indented\n"}`, true}}, "", QwenXML},
+		{"qwen3-coder without </parameter>: the stray space stays in the value",
+			"<tool_call>\n<function=write_file>\n<parameter=path> test.txt\n<parameter=content> hello\n</function>\n</tool_call>",
+			[]wantCall{{"write_file", `{"path":" test.txt","content":" hello"}`, true}}, "", QwenXML},
+		{"mistral v11: name[ARGS]{…}",
+			`[TOOL_CALLS]get_weather[ARGS]{"city": "Nice"}`,
+			[]wantCall{{"get_weather", `{"city":"Nice"}`, true}}, "", Mistral},
+		{"mistral: two calls, with a call id, after text",
+			`Checking. [TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Nice"}[TOOL_CALLS]get_time[ARGS]{}`,
+			[]wantCall{{"get_weather", `{"city":"Nice"}`, true}, {"get_time", `{}`, true}}, "Checking.", Mistral},
+		{"mistral v3: a JSON list",
+			`[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Nice"}, "id": "abc123def"}]`,
+			[]wantCall{{"get_weather", `{"city":"Nice"}`, true}}, "", Mistral},
+		{"llama 3.1: python_tag and parameters",
+			`<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}<|eom_id|>`,
+			[]wantCall{{"get_weather", `{"city":"Oslo"}`, true}}, "", Llama},
+		{"llama 3.1: python_tag, two calls separated by ;",
+			`<|python_tag|>{"name": "get_time", "parameters": {}}; {"name": "run", "parameters": {"cmd": "ls"}}`,
+			[]wantCall{{"get_time", `{}`, true}, {"run", `{"cmd":"ls"}`, true}}, "", Llama},
+		{"llama 3.1: python_tag with a python call",
+			`<|python_tag|>get_weather(city="Oslo")`,
+			[]wantCall{{"get_weather", `{"city":"Oslo"}`, true}}, "", Llama},
+		{"llama 3.2: a whole reply of python calls",
+			`[get_weather(city="San Francisco", days=2), get_time()]`,
+			[]wantCall{{"get_weather", `{"city":"San Francisco","days":2}`, true}, {"get_time", `{}`, true}}, "", Pythonic},
+		{"gpt-oss harmony, special tokens kept",
+			`<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Tokyo"}<|call|>`,
+			[]wantCall{{"get_weather", `{"city":"Tokyo"}`, true}}, "", Harmony},
+		{"gpt-oss harmony, tokens stripped",
+			`commentary to=functions.read_file json{"path": "go.mod"}`,
+			[]wantCall{{"read_file", `{"path":"go.mod"}`, true}}, "", Harmony},
+		{"deepseek v3.1",
+			`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Tokyo"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`,
+			[]wantCall{{"get_weather", `{"city":"Tokyo"}`, true}}, "", DeepSeek},
+		{"deepseek r1: function, name and a fenced JSON",
+			"Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Tokyo\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+			[]wantCall{{"get_weather", `{"city":"Tokyo"}`, true}, {"get_time", `{}`, true}}, "Let me check.", DeepSeek},
+		{"deepseek with ASCII tokens",
+			`<|tool_calls_begin|><|tool_call_begin|>get_time<|tool_sep|>{}<|tool_call_end|><|tool_calls_end|>`,
+			[]wantCall{{"get_time", `{}`, true}}, "", DeepSeek},
+		{"gemma tool_code fence",
+			"I'll look.\n```tool_code\nprint(get_weather(city='Rome', units=\"metric\", days=3, hourly=False))\n```",
+			[]wantCall{{"get_weather", `{"city":"Rome","units":"metric","days":3,"hourly":false}`, true}}, "I'll look.", Pythonic},
+		{"gemma fenced JSON with parameters",
+			"```json\n{\"name\": \"get_time\", \"parameters\": {}}\n```",
+			[]wantCall{{"get_time", `{}`, true}}, "", JSON},
+		{"python literals: escapes, lists, dicts, None",
+			"```tool_code\nrun(cmd=\"echo 'a\\tb'\", env={'A': [1, 2.5, None]}, quiet=True)\n```",
+			[]wantCall{{"run", `{"cmd":"echo 'a\tb'","env":{"A":[1,2.5,null]},"quiet":true}`, true}}, "", Pythonic},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Parse(tt.content, offered)
+			if !reflect.DeepEqual(calls(f.Calls), tt.want) {
+				t.Errorf("calls:\n got %#v\nwant %#v", calls(f.Calls), tt.want)
+			}
+			for _, c := range f.Calls {
+				if c.Format != tt.format {
+					t.Errorf("format %q, want %q", c.Format, tt.format)
+				}
+			}
+			if f.Rest != tt.rest {
+				t.Errorf("rest %q, want %q", f.Rest, tt.rest)
+			}
+			if len(f.Problems) > 0 {
+				t.Errorf("problems: %+v", f.Problems)
+			}
+		})
+	}
+}
+
+// TestParseProblems: text that starts like a call of a known format and cannot be read is a
+// Problem that says what is wrong, never plain text; text that only mentions calls is text.
+func TestParseProblems(t *testing.T) {
+	tests := []struct {
+		name, content string
+		format        Format
+		tool          string
+		reason        string
+	}{
+		{"mistral without [ARGS]", `[TOOL_CALLS]get_weather city=Nice`, Mistral, "get_weather", "must be followed by [ARGS]"},
+		{"mistral without [ARGS], invalid JSON", `[TOOL_CALLS]get_weather {"city" "Nice"}`, Mistral, "get_weather", "the JSON arguments of get_weather are not valid: invalid character '\"' after object key"},
+		{"mistral invalid JSON after [ARGS]", `[TOOL_CALLS]get_weather[ARGS]{"city": Nice}`, Mistral, "get_weather", "are not valid: invalid character 'N'"},
+		{"hermes with two argument keys", `<tool_call>{"name": "run", "args": {}, "arguments": {"cmd": "ls"}}</tool_call>`, Hermes, "", `both "arguments" and "args"`},
+		{"hermes with an empty body", `<tool_call></tool_call>`, Hermes, "", "it is empty"},
+		{"qwen3-coder with text between parameters", "<function=run>\n<parameter=cmd>\nls\n</parameter>\nthen\n</function>", QwenXML, "run", "text outside <parameter=…>"},
+		{"qwen3-coder with a parameter given twice", "<function=run><parameter=cmd>ls</parameter><parameter=cmd>pwd</parameter></function>", QwenXML, "run", "given twice"},
+		{"python tag that is neither JSON nor a call", `<|python_tag|>run the tests`, Llama, "", "(key=value"},
+		{"harmony without JSON", `<|channel|>commentary to=functions.run <|message|>ls -la<|call|>`, Harmony, "run", "arguments as one JSON object"},
+		{"harmony with invalid JSON", `<|channel|>commentary to=functions.run <|message|>{"cmd": "ls}<|call|>`, Harmony, "run", "not complete"},
+		{"deepseek without a separator", `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time {}<｜tool▁call▁end｜><｜tool▁calls▁end｜>`, DeepSeek, "", "no <｜tool▁sep｜>"},
+		{"tool_code with positional arguments", "```tool_code\nget_weather('Rome')\n```", Pythonic, "", "must be named"},
+		{"fenced JSON naming an offered tool, invalid", "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": 'a'}}\n```", JSON, "read_file", "not valid"},
+		{"bare JSON naming an offered tool, with an extra key", `{"name": "get_time", "arguments": {}, "why": "asked"}`, JSON, "", `the key "why"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Parse(tt.content, offered)
+			if len(f.Calls) != 0 || len(f.Problems) != 1 {
+				t.Fatalf("calls %#v, problems %+v: want one problem", calls(f.Calls), f.Problems)
+			}
+			p := f.Problems[0]
+			if p.Format != tt.format || !strings.Contains(p.Reason, tt.reason) || (tt.tool != "" && p.Name != tt.tool) {
+				t.Errorf("problem %+v, want format %s, tool %q, reason with %q", p, tt.format, tt.tool, tt.reason)
+			}
+			if p.Text == "" || f.Rest != strings.TrimSpace(tt.content) {
+				t.Errorf("text %q, rest %q: the attempt must stay in the text", p.Text, f.Rest)
+			}
+		})
+	}
+	for _, text := range []string{
+		`Use {"method": "GET", "params": {}} for the request.`,
+		"```python\nread_file(path='a')\n```",
+		`[1, 2, 3] and [x(1)]`,
+		`The reply was {"name": "app", "version": 2}.`,
+	} {
+		if f := Parse(text, offered); len(f.Calls)+len(f.Problems) != 0 {
+			t.Errorf("%q: calls %#v, problems %+v; want plain text", text, calls(f.Calls), f.Problems)
+		}
+	}
+}
+
+// TestParseReasoning: a call inside reasoning is never a call to run (the same call in the reply
+// runs once); it is reported, read or not, in Reasoning.
+func TestParseReasoning(t *testing.T) {
+	call := `<tool_call>{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}</tool_call>`
+	tests := []struct {
+		name, content string
+		calls         int
+		reasoning     int
+		text          string
+	}{
+		{"think block with the call, then the call", "<think>I will write it: " + call + "</think>\n" + call, 1, 1, ""},
+		{"think block only", "<think>I will write it: " + call + "</think>", 0, 1, ""},
+		{"opening tag in the prompt", "I will write it: " + call + "</think>\n\nDone thinking. " + call, 1, 1, "Done thinking."},
+		{"mistral [THINK]", "[THINK]maybe [TOOL_CALLS]get_time[ARGS]{}[/THINK][TOOL_CALLS]get_time[ARGS]{}", 1, 1, ""},
+		{"harmony analysis", `<|channel|>analysis<|message|>call to=functions.get_time {}<|end|><|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}<|call|>`, 1, 1, ""},
+		{"a malformed call in reasoning", "<think><tool_call>{\"name\": \"run\", \"arguments\": {</tool_call></think>The answer.", 0, 1, "The answer."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Parse(tt.content, offered)
+			if len(f.Calls) != tt.calls || len(f.Reasoning) != tt.reasoning || len(f.Problems) != 0 {
+				t.Fatalf("calls %#v, reasoning %+v, problems %+v", calls(f.Calls), f.Reasoning, f.Problems)
+			}
+			if f.Text != tt.text {
+				t.Errorf("text %q, want %q", f.Text, tt.text)
 			}
 		})
 	}
@@ -278,7 +467,7 @@ func TestParse(t *testing.T) {
 
 // TestParseNoOffered: with no tools offered, calls are still found, all unknown.
 func TestParseNoOffered(t *testing.T) {
-	got, _ := Parse(`<tool_call>{"name": "read_file", "arguments": {}}</tool_call>`, nil)
+	got := Parse(`<tool_call>{"name": "read_file", "arguments": {}}</tool_call>`, nil).Calls
 	if len(got) != 1 || got[0].Known {
 		t.Fatalf("got %#v, want one unknown call", calls(got))
 	}
@@ -296,17 +485,28 @@ func FuzzParse(f *testing.F) {
 		`[TOOL_CALLS][{"name":"run","arguments":{}}]`,
 		`{"type":"function","function":{"name":"run","arguments":null}}`,
 		"{\"name\": \"x\", \"arguments\": {\"a\": \"\\\"}\"}} {",
+		"[TOOL_CALLS]run[CALL_ID]x[ARGS]{\"cmd\": \"ls\"}",
+		"<|python_tag|>{\"name\": \"run\", \"parameters\": {}}; run(cmd='x')",
+		"<|channel|>analysis<|message|>x<|end|>commentary to=functions.run json{}<|call|>",
+		"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>run\n```json\n{}\n```<｜tool▁call▁end｜>",
+		"```tool_code\nprint(run(cmd=\"\"\"a\nb\"\"\", n=[1, (2, 3)], d={'k': -1.5e3}))\n```",
+		"a</think>b<think>c",
+		"[run(cmd='ls')]",
 		"```\n```\n```json\n{",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
-		got, rest := Parse(content, offered)
+		f := Parse(content, offered)
+		got, rest := f.Calls, f.Rest
 		if len(rest) > len(content) {
 			t.Fatalf("rest longer than content: %q", rest)
 		}
 		if rest != strings.TrimSpace(rest) {
 			t.Fatalf("rest not trimmed: %q", rest)
+		}
+		if len(f.Text) > len(rest) {
+			t.Fatalf("text %q longer than rest %q", f.Text, rest)
 		}
 		if len(got) == 0 && rest != strings.TrimSpace(content) {
 			t.Fatalf("no call, but rest %q differs from the trimmed content", rest)
