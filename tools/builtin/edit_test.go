@@ -71,7 +71,11 @@ func TestEditNoMatchPointsAtTheNearestText(t *testing.T) {
 			"     4\t\tif err != nil {\n     5\t\t\treturn err\n     6\t\t}\n"}},
 		{"\tif err != nil {\n\t\tretrun err\n", []string{"at lines 4–5 (about 8", "% similar)", "     5\t\t\treturn err"}},
 		{"     5\t\t\treturn err", []string{"line numbers and tabs that read prints"}},
-		{"completely unrelated words here", []string{"Nothing similar was found"}},
+		{"completely unrelated words here", []string{"Nothing closely similar was found; the closest text is at line", "% similar)"}},
+		// Only a blank line is missing: the region is found, with its line numbers, and named.
+		{"package p\nfunc f() error {", []string{"The most similar text is at lines 1–3 (it differs only in blank lines",
+			"     1\tpackage p\n     2\t\n     3\tfunc f() error {\n"}},
+		{"\treturn err\n\t}\n\n\treturn nil", []string{"at lines 5–7 (it differs only in blank lines"}},
 	}
 	for _, c := range cases {
 		r := f.call("edit", edit("p.go", c.old, "x"))

@@ -91,9 +91,11 @@ func lineList(text string, offsets []int) string {
 // readPrefix matches a line number and tab as read prints them.
 var readPrefix = regexp.MustCompile(`^\s*\d+\t`)
 
-// nearMiss explains a failed match: read's line numbers copied into old_string, or where the
-// most similar text in the file is (whitespace and indentation differences named as such).
-// It returns "" when nothing in the file looks like old_string.
+// nearMiss explains a failed match: read's line numbers copied into old_string, or the region of
+// the file closest to old_string, with its line numbers. Lines are compared without their white
+// space and blank lines are skipped on both sides, so an old_string that differs only in
+// indentation or a missing blank line is found, and named as such; otherwise the closest region
+// is shown with how similar it is.
 func nearMiss(text, old string) string {
 	oldLines := trimBlankLines(strings.Split(old, "\n"))
 	if len(oldLines) == 0 {
@@ -101,7 +103,7 @@ func nearMiss(text, old string) string {
 	}
 	numbered := true
 	for _, l := range oldLines {
-		if !readPrefix.MatchString(l) {
+		if !readPrefix.MatchString(l) && strings.TrimSpace(l) != "" {
 			numbered = false
 			break
 		}
@@ -109,31 +111,63 @@ func nearMiss(text, old string) string {
 	if numbered {
 		return " old_string seems to include the line numbers and tabs that read prints before each line; leave them out and copy only the text after the tab."
 	}
+	want := nonBlank(oldLines)
 	lines := strings.Split(text, "\n")
-	k := len(oldLines)
-	if k > len(lines) {
+	var at []int // the file's non-blank lines, by index
+	var have []string
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			at = append(at, i)
+			have = append(have, l)
+		}
+	}
+	if len(have) == 0 {
+		return " The file is empty (or only blank lines): read it again to see its current content."
+	}
+	if len(want) > len(have) {
 		return " old_string has more lines than the file; read the file again to see its current content."
 	}
-	start, score := bestWindow(lines, oldLines)
-	if start < 0 || score < 0.6 {
-		return " Nothing similar was found: read the file again to see its current content."
+	start, score := bestWindow(have, want)
+	if start < 0 {
+		return " Read the file again to see its current content."
 	}
-	window := lines[start : start+k]
-	what := fmt.Sprintf("about %d%% similar", int(score*100))
-	if squash(strings.Join(window, "\n")) == squash(strings.Join(oldLines, "\n")) {
+	from, to := at[start], at[start+len(want)-1] // the region, blank lines within it included
+	window := lines[from : to+1]
+	var what string
+	switch {
+	case squash(strings.Join(window, "\n")) != squash(strings.Join(oldLines, "\n")):
+		what = fmt.Sprintf("about %d%% similar", int(score*100))
+	case len(window) != len(oldLines):
+		what = "it differs only in blank lines and white space: old_string must have the same blank lines"
+	default:
 		what = "it differs only in whitespace or indentation"
 	}
+	lead := "The most similar text"
+	if score < 0.6 {
+		lead = "Nothing closely similar was found; the closest text"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, " The most similar text is at %s (%s):\n", lineSpan(start+1, k), what)
+	fmt.Fprintf(&b, " %s is at %s (%s):\n", lead, lineSpan(from+1, len(window)), what)
 	for i, l := range window {
 		if i == 10 {
-			fmt.Fprintf(&b, "   ... (%d more lines)\n", k-i)
+			fmt.Fprintf(&b, "   ... (%d more lines)\n", len(window)-i)
 			break
 		}
-		fmt.Fprintf(&b, "%6d\t%s\n", start+1+i, cutRunes(l, 200))
+		fmt.Fprintf(&b, "%6d\t%s\n", from+1+i, cutRunes(l, 200))
 	}
-	b.WriteString("Copy old_string exactly from the file (without the line numbers), with the same spaces, tabs and characters.")
+	b.WriteString("Copy old_string exactly from the file (without the line numbers), with the same spaces, tabs, blank lines and characters.")
 	return b.String()
+}
+
+// nonBlank returns the lines that are not blank.
+func nonBlank(ls []string) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func lineSpan(from, n int) string {
