@@ -82,6 +82,9 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 			detail += ", " + st.Version
 		}
 		detail += fmt.Sprintf("; %d tools: %s", len(st.Tools), strings.Join(st.Tools, ", "))
+		if len(st.Filtered) > 0 {
+			detail += fmt.Sprintf(" (%d left out by tools/disabledTools: %s)", len(st.Filtered), strings.Join(st.Filtered, ", "))
+		}
 		report(true, what, detail, "")
 		for _, s := range st.Skipped {
 			warn(what, s, "")

@@ -61,6 +61,11 @@ type ServerConfig struct {
 	Writable []string `json:"writable,omitempty"`
 	// Disabled keeps the server in the file without starting it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Tools, when set, are the only tools of the server offered to the model, and DisabledTools
+	// are never offered (the names the server gives them): a small model chooses better among a
+	// few tools, and every tool's definition is sent with every request.
+	Tools         []string `json:"tools,omitempty"`
+	DisabledTools []string `json:"disabledTools,omitempty"`
 	// TimeoutSec caps one tool call (default 120); StartTimeoutSec caps start-up and listing
 	// (default 30).
 	TimeoutSec      float64 `json:"timeoutSec,omitempty"`
@@ -68,6 +73,12 @@ type ServerConfig struct {
 	// MaxRestarts is how many times the server is started again after it exits, per session
 	// (default 2; negative: never).
 	MaxRestarts *int `json:"maxRestarts,omitempty"`
+}
+
+// Offers reports whether the server's tool (by the server's name for it) is offered to the model:
+// in Tools when that is set, and not in DisabledTools.
+func (c *ServerConfig) Offers(tool string) bool {
+	return (len(c.Tools) == 0 || slices.Contains(c.Tools, tool)) && !slices.Contains(c.DisabledTools, tool)
 }
 
 // Stdio reports whether the server is started as a local process.
@@ -214,6 +225,13 @@ func (c *ServerConfig) check() error {
 	}
 	if c.TimeoutSec < 0 || c.StartTimeoutSec < 0 {
 		return errors.New("timeouts must be positive")
+	}
+	for _, list := range [][]string{c.Tools, c.DisabledTools} {
+		for _, t := range list {
+			if strings.TrimSpace(t) == "" {
+				return errors.New("tools and disabledTools list the server's tool names: an empty name is not one")
+			}
+		}
 	}
 	return nil
 }

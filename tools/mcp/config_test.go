@@ -54,6 +54,8 @@ func TestConfigRefusals(t *testing.T) {
 		{`{"mcpServers": {"a": {"type": "sse", "url": "http://127.0.0.1/"}}}`, "not supported"},
 		{`{"mcpServers": {"a": {"url": "http://127.0.0.1/", "network": true}}}`, "stdio servers only"},
 		{`{"mcpServers": {"a": {"command": "x", "writable": ["rel/dir"]}}}`, "absolute"},
+		{`{"mcpServers": {"a": {"command": "x", "tools": ["read", " "]}}}`, "an empty name"},
+		{`{"mcpServers": {"a": {"command": "x", "disabledTools": "write"}}}`, "cannot unmarshal string"},
 	} {
 		_, _, err := ParseConfig([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -66,6 +66,7 @@ type server struct {
 	closed   bool
 	tools    []*sdk.Tool
 	version  string
+	filtered []string // tools the configuration leaves out (tools, disabledTools)
 
 	// progress routes notifications/progress to the running call that sent the token.
 	progress sync.Map // token string → tools.ProgressFunc-like func(string)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd/agentd/tools"
 )
@@ -35,6 +38,9 @@ type ServerStatus struct {
 	Version   string   // the server's name and version, as it reports them
 	Tools     []string // model-facing tool names
 	Skipped   []string // tools left out, with the reason
+	// Filtered are the server's tools (its names for them) that the configuration's tools or
+	// disabledTools leave out.
+	Filtered []string
 }
 
 // Start starts every server of cfg in parallel and collects their tools, in a stable order
@@ -65,7 +71,12 @@ func Start(ctx context.Context, cfg *Config, opts Options) *Set {
 		}
 		list := append(s.tools[:0:0], s.tools...)
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		set.unknownFiltered(s, list)
 		for _, rt := range list {
+			if !s.cfg.Offers(rt.Name) {
+				s.filtered = append(s.filtered, rt.Name)
+				continue
+			}
 			name, ok := ToolName(s.cfg.Name, rt.Name)
 			if !ok {
 				set.skip(s, rt.Name, fmt.Sprintf("the name %s%s%s is longer than %d characters", s.cfg.Name, Separator, rt.Name, maxNameLen))
@@ -85,6 +96,31 @@ func Start(ctx context.Context, cfg *Config, opts Options) *Set {
 		}
 	}
 	return set
+}
+
+// unknownFiltered warns about the names in tools and disabledTools that the server does not have
+// (a misspelt name would silently offer nothing, or leave a tool in).
+func (set *Set) unknownFiltered(s *server, list []*sdk.Tool) {
+	has := map[string]bool{}
+	for _, t := range list {
+		has[t.Name] = true
+	}
+	for _, key := range []struct {
+		name  string
+		names []string
+	}{{"tools", s.cfg.Tools}, {"disabledTools", s.cfg.DisabledTools}} {
+		for _, n := range key.names {
+			if !has[n] {
+				names := make([]string, 0, len(list))
+				for _, t := range list {
+					names = append(names, t.Name)
+				}
+				msg := fmt.Sprintf("MCP server %s: %s names %q, which the server does not have (its tools: %s)", s.cfg.Name, key.name, n, strings.Join(names, ", "))
+				slog.Warn(msg)
+				set.notes = append(set.notes, note{s, msg})
+			}
+		}
+	}
 }
 
 func (set *Set) skip(s *server, tool, why string) {
@@ -124,6 +160,7 @@ func (set *Set) Status() []ServerStatus {
 				st.Skipped = append(st.Skipped, n.msg)
 			}
 		}
+		st.Filtered = s.filtered
 		out = append(out, st)
 	}
 	return out
