@@ -26,11 +26,11 @@ var bashDescription string
 
 // BashArgs are the arguments of bash.
 type BashArgs struct {
-	Command     string `json:"command" jsonschema_description:"The shell command to run with bash -c."`
-	Timeout     int    `json:"timeout,omitempty" jsonschema:"minimum=1" jsonschema_description:"Seconds after which the command is stopped (default 120, at most 600)."`
-	Description string `json:"description,omitempty" jsonschema_description:"A few words saying what the command does, shown to the user."`
-	Cwd         string `json:"cwd,omitempty" jsonschema_description:"Directory to run in, relative to the workspace root (default: the root)."`
-	Network     bool   `json:"network,omitempty" jsonschema_description:"Ask for network access (off by default; the user sees the request)."`
+	Command     string `json:"command" jsonschema_description:"The command."`
+	Timeout     int    `json:"timeout,omitempty" jsonschema:"minimum=1" jsonschema_description:"Seconds (default 120, at most 600)."`
+	Description string `json:"description,omitempty" jsonschema_description:"A few words for the user."`
+	Cwd         string `json:"cwd,omitempty" jsonschema_description:"Directory to run in (default: the root); better than cd."`
+	Network     bool   `json:"network,omitempty" jsonschema_description:"Ask for network access (off by default)."`
 }
 
 var bashSpec = tools.NewSpec[BashArgs]()

@@ -16,11 +16,11 @@ var editDescription string
 // EditArgs are the arguments of edit: one replacement (old_string, new_string, replace_all) or
 // several (edits), applied to one file all together or not at all.
 type EditArgs struct {
-	Path       string   `json:"path" jsonschema_description:"File to edit, relative to the workspace root. Read it first."`
-	OldString  string   `json:"old_string,omitempty" jsonschema_description:"Exact text to replace, including whitespace and indentation, without read's line numbers. Must occur exactly once unless replace_all is true."`
-	NewString  *string  `json:"new_string,omitempty" jsonschema_description:"Text to put in its place (empty to delete old_string)."`
-	ReplaceAll bool     `json:"replace_all,omitempty" jsonschema_description:"Replace every occurrence of old_string."`
-	Edits      []EditOp `json:"edits,omitempty" jsonschema:"minItems=1" jsonschema_description:"Several replacements in this file, applied in order, all or none. Use instead of old_string/new_string."`
+	Path       string   `json:"path" jsonschema_description:"The file."`
+	OldString  string   `json:"old_string,omitempty" jsonschema_description:"Exact text to replace."`
+	NewString  *string  `json:"new_string,omitempty" jsonschema_description:"Replacement (empty deletes)."`
+	ReplaceAll bool     `json:"replace_all,omitempty" jsonschema_description:"Replace every occurrence."`
+	Edits      []EditOp `json:"edits,omitempty" jsonschema:"minItems=1" jsonschema_description:"Several replacements, instead of old_string and new_string."`
 }
 
 var editSpec = tools.NewSpec[EditArgs]()

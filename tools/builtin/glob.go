@@ -15,8 +15,8 @@ var globDescription string
 
 // GlobArgs are the arguments of glob.
 type GlobArgs struct {
-	Pattern string `json:"pattern" jsonschema_description:"Glob pattern matched against paths relative to path, e.g. **/*.go or src/**/*.{ts,tsx}."`
-	Path    string `json:"path,omitempty" jsonschema_description:"Directory to search in, relative to the workspace root (default: the root)."`
+	Pattern string `json:"pattern" jsonschema_description:"* within a directory, ** any depth, {a,b} either: **/*.go, src/**/*.{ts,tsx}"`
+	Path    string `json:"path,omitempty" jsonschema_description:"Directory to search (default: the root)."`
 }
 
 var globSpec = tools.NewSpec[GlobArgs]()

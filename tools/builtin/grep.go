@@ -14,17 +14,17 @@ var grepDescription string
 
 // GrepArgs are the arguments of grep.
 type GrepArgs struct {
-	Pattern         string `json:"pattern" jsonschema_description:"Regular expression to search for (Go RE2 syntax), or plain text with literal=true."`
-	Path            string `json:"path,omitempty" jsonschema_description:"File or directory to search, relative to the workspace root (default: the root)."`
-	Glob            string `json:"glob,omitempty" jsonschema_description:"Only search files whose path matches this glob, e.g. *.go or src/**/*.{ts,tsx}."`
-	Exclude         string `json:"exclude,omitempty" jsonschema_description:"Skip files whose path matches this glob, e.g. *_test.go."`
-	Literal         bool   `json:"literal,omitempty" jsonschema_description:"Treat pattern as plain text, not a regular expression."`
-	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema_description:"Ignore upper/lower case."`
-	Context         int    `json:"context,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context to show before and after each match (content mode)."`
-	Before          int    `json:"before,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context before each match (overrides context)."`
-	After           int    `json:"after,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines of context after each match (overrides context)."`
-	OutputMode      string `json:"output_mode,omitempty" jsonschema:"enum=content,enum=files_with_matches,enum=count" jsonschema_description:"content (matching lines, the default), files_with_matches (paths only) or count (matches per file)."`
-	HeadLimit       int    `json:"head_limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"At most this many matching lines (content) or files (other modes); default 100."`
+	Pattern         string `json:"pattern" jsonschema_description:"Regex, e.g. func \\w+\\(, TODO|FIXME, (?i)error"`
+	Path            string `json:"path,omitempty" jsonschema_description:"File or directory (default: the root)."`
+	Glob            string `json:"glob,omitempty" jsonschema_description:"Only paths matching this glob, e.g. *.go"`
+	Exclude         string `json:"exclude,omitempty" jsonschema_description:"Skip paths matching this glob."`
+	Literal         bool   `json:"literal,omitempty" jsonschema_description:"pattern is plain text."`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema_description:"Ignore case."`
+	Context         int    `json:"context,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines around each match."`
+	Before          int    `json:"before,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines before each match."`
+	After           int    `json:"after,omitempty" jsonschema:"minimum=0" jsonschema_description:"Lines after each match."`
+	OutputMode      string `json:"output_mode,omitempty" jsonschema:"enum=content,enum=files_with_matches,enum=count"`
+	HeadLimit       int    `json:"head_limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"Most results (default 100)."`
 }
 
 var grepSpec = tools.NewSpec[GrepArgs]()

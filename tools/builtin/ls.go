@@ -14,8 +14,8 @@ var lsDescription string
 
 // LsArgs are the arguments of ls.
 type LsArgs struct {
-	Path  string `json:"path,omitempty" jsonschema_description:"Directory to list, relative to the workspace root (default: the root)."`
-	Depth int    `json:"depth,omitempty" jsonschema:"minimum=1" jsonschema_description:"How many levels to list (default 2, at most 5)."`
+	Path  string `json:"path,omitempty" jsonschema_description:"Directory (default: the root)."`
+	Depth int    `json:"depth,omitempty" jsonschema:"minimum=1" jsonschema_description:"Levels (default 2, at most 5)."`
 }
 
 var lsSpec = tools.NewSpec[LsArgs]()

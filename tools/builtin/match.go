@@ -13,11 +13,13 @@ import (
 )
 
 // EditOp is one replacement: old_string, which must occur exactly once in the file (or any
-// number of times with replace_all), becomes new_string.
+// number of times with replace_all), becomes new_string. Its fields mean what edit's own fields of
+// the same names mean, which the schema describes once (the definition is sent with every
+// request).
 type EditOp struct {
-	OldString  string `json:"old_string" jsonschema_description:"Exact text to replace, including whitespace and indentation, without read's line numbers."`
-	NewString  string `json:"new_string" jsonschema_description:"Text to put in its place (empty to delete old_string)."`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema_description:"Replace every occurrence instead of requiring exactly one."`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
 }
 
 // applyEdits applies ops in order to the normalized text (line breaks "\n"): each is matched

@@ -24,9 +24,9 @@ var readDescription string
 
 // ReadArgs are the arguments of read.
 type ReadArgs struct {
-	Path   string `json:"path" jsonschema_description:"File (or directory) to read, relative to the workspace root or absolute inside it."`
-	Offset int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"First line to show, 1-based (default 1)."`
-	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"How many lines to show (default 2000)."`
+	Path   string `json:"path" jsonschema_description:"File or directory."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"First line, 1-based."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"Number of lines."`
 }
 
 var readSpec = tools.NewSpec[ReadArgs]()

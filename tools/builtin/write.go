@@ -15,8 +15,8 @@ var writeDescription string
 
 // WriteArgs are the arguments of write.
 type WriteArgs struct {
-	Path    string `json:"path" jsonschema_description:"File to create or overwrite, relative to the workspace root. Missing parent directories are created."`
-	Content string `json:"content" jsonschema_description:"The complete new content of the file."`
+	Path    string `json:"path" jsonschema_description:"The file."`
+	Content string `json:"content" jsonschema_description:"The whole new content."`
 }
 
 var writeSpec = tools.NewSpec[WriteArgs]()
