@@ -13,3 +13,11 @@ func instructionsInfo(h *harness.Harness) *rpc.InstructionsInfo {
 	}
 	return &rpc.InstructionsInfo{Path: in.Path, Bytes: in.Bytes, Truncated: in.Truncated}
 }
+
+// sessionWarnings are the session's setup warnings for its info (nil: none).
+func sessionWarnings(h *harness.Harness) []string {
+	if w := h.ToolShare().Warning; w != "" {
+		return []string{w}
+	}
+	return nil
+}

@@ -202,7 +202,7 @@ func (ls *liveSession) info() rpc.SessionInfo {
 		ApprovalMode: st.ApprovalMode, ContextLength: st.NumCtx,
 		CreatedAt: st.Created.UTC().Format(time.RFC3339), UpdatedAt: updated.UTC().Format(time.RFC3339),
 		Turns: turns, Running: ls.running() != "", Attached: ls.attachedCount(),
-		Instructions: instructionsInfo(h),
+		Instructions: instructionsInfo(h), Warnings: sessionWarnings(h),
 	}
 }
 

@@ -88,3 +88,51 @@ func TestMCPToolsAndDisabledToolsChooseWhatIsOffered(t *testing.T) {
 		t.Errorf("warnings %q", st[0].Skipped)
 	}
 }
+
+// When the tool definitions take more than a quarter of the context window, the session says so,
+// names the MCP servers' part and what to do; offering fewer tools with "tools" makes it go away.
+func TestToolDefinitionsOverAShareOfTheWindowAreAWarning(t *testing.T) {
+	long := strings.Repeat("A long description of what this tool does and when to use it. ", 5)
+	names := []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9"}
+	url := toolServer(t, long, names...)
+	for _, tc := range []struct {
+		name, extra string
+		warn        bool
+	}{
+		{"all eighteen tools", ``, true},
+		{"three of them", `, "tools": ["a1", "a2", "a3"]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, fake := mcpRuntime(t, `{"mcpServers": {"big": {"url": "`+url+`"`+tc.extra+`}}}`, Options{ContextCap: 8192})
+			fake.Enqueue(ollamatest.Text("hi"))
+			h, err := rt.Open(SessionSpec{Workspace: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+			if w := h.ToolShare().Warning; w != "" {
+				t.Fatalf("a warning before the window is chosen: %s", w)
+			}
+			sess, err := h.Start(context.Background(), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(sess.Close)
+			share := h.ToolShare()
+			if share.Window != 8192 {
+				t.Fatalf("window %d, want the cap 8192", share.Window)
+			}
+			if (share.Warning != "") != tc.warn {
+				t.Fatalf("tokens %d of %d: warning %q", share.Tokens, share.Window, share.Warning)
+			}
+			if tc.warn {
+				for _, want := range []string{"the definitions of the 25 tools take about", "of the 8192-token context window",
+					"MCP servers: big 18 tools", `"tools" or "disabledTools"`, "context-length"} {
+					if !strings.Contains(share.Warning, want) {
+						t.Errorf("warning lacks %q: %s", want, share.Warning)
+					}
+				}
+			}
+		})
+	}
+}

@@ -601,6 +601,11 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		h.mu.Unlock()
 		h.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &settings})
 	}
+	if w := h.ToolShare().Warning; w != "" {
+		// `agentd run` prints it on stderr; editors get it as a log message, and in the session's
+		// info from now on.
+		slog.Warn(w, "session", h.settings.ID)
+	}
 	g := newGate(h, ask)
 	gate := h.audit.WrapGate(g.Decide)
 	cp := h.checkpoints

@@ -261,6 +261,9 @@ type SessionInfo struct {
 	// Instructions describes the project instructions (AGENTS.md) the model reads in this session;
 	// absent when it reads none (no file, or the workspace is not trusted).
 	Instructions *InstructionsInfo `json:"instructions,omitzero"`
+	// Warnings are what the user should know about the session's setup: its tool definitions
+	// take more than a quarter of the context window (with what to do).
+	Warnings []string `json:"warnings,omitzero"`
 }
 
 // InstructionsInfo describes a project instructions file a session uses.

@@ -120,15 +120,23 @@ func New(cfg Config) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []tools.Tool{
-		&readTool{env},
-		&globTool{env},
-		&grepTool{env},
-		&lsTool{env},
-		newEdit(env),
-		newWrite(env),
-		bash,
-	}, nil
+	return seven(env, bash), nil
+}
+
+// seven are the tools in the order the model is offered them.
+func seven(env *env, bash *bashTool) []tools.Tool {
+	return []tools.Tool{&readTool{env}, &globTool{env}, &grepTool{env}, &lsTool{env}, newEdit(env), newWrite(env), bash}
+}
+
+// Definitions are the seven tools' definitions as every session offers them: they depend on no
+// workspace, so `agentd doctor` can weigh them without one.
+func Definitions() []tools.Definition {
+	ts := seven(&env{}, &bashTool{})
+	out := make([]tools.Definition, len(ts))
+	for i, t := range ts {
+		out[i] = tools.Definition{Name: t.Name(), Description: t.Description(), Parameters: t.Spec().Schema()}
+	}
+	return out
 }
 
 // env is what the tools of one session share.

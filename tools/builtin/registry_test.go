@@ -38,6 +38,20 @@ func TestNewGivesTheSevenToolsInFixedOrderWithStableSchemas(t *testing.T) {
 	}
 }
 
+// Definitions, which need no session, are the definitions a session's registry offers.
+func TestDefinitionsAreTheSessionsOwn(t *testing.T) {
+	f := newFixture(t)
+	defs := builtin.Definitions()
+	for i, d := range f.reg.Definitions() {
+		if i >= len(defs) || defs[i].Name != d.Name || defs[i].Description != d.Description || !bytes.Equal(defs[i].Parameters, d.Parameters) {
+			t.Fatalf("definition %d differs from the session's %s", i, d.Name)
+		}
+	}
+	if len(defs) != len(f.reg.Definitions()) {
+		t.Fatalf("%d definitions, the session has %d", len(defs), len(f.reg.Definitions()))
+	}
+}
+
 func TestNewRefusesAMissingFSOrSandbox(t *testing.T) {
 	if _, err := builtin.New(builtin.Config{}); err == nil {
 		t.Error("New without FS succeeded")

@@ -154,6 +154,8 @@ export interface SessionInfo {
 	attached: number;
 	/** The project instructions (AGENTS.md) the model reads; absent when none. */
 	instructions?: InstructionsInfo;
+	/** What the user should know about the session's setup (tool definitions over a quarter of the window). */
+	warnings?: string[];
 }
 
 export interface InstructionsInfo {

@@ -46,7 +46,7 @@ export interface ContextChip {
 
 export interface SessionViewState {
 	connection: { kind: ConnectionState["kind"]; message?: string; fix?: string; ollama?: string; version?: string; sandbox?: string };
-	session?: { id: string; title: string; model: string; approvalMode: string; instructions?: SessionInfo["instructions"] };
+	session?: { id: string; title: string; model: string; approvalMode: string; instructions?: SessionInfo["instructions"]; warnings?: string[] };
 	/** The model of the session, or the one new sessions will use. */
 	model: string;
 	approvalMode: string;
@@ -141,7 +141,7 @@ export class SessionController implements vscode.Disposable {
 		return {
 			connection: c,
 			session: this.session
-				? { id: this.session.sessionId, title: this.session.title || "Untitled session", model: this.session.model, approvalMode: this.session.approvalMode, instructions: this.session.instructions }
+				? { id: this.session.sessionId, title: this.session.title || "Untitled session", model: this.session.model, approvalMode: this.session.approvalMode, instructions: this.session.instructions, warnings: this.session.warnings }
 				: undefined,
 			model: this.session?.model || this.pickedModel() || cfg.model || "",
 			approvalMode: this.session?.approvalMode || cfg.approvalMode,

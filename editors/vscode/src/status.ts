@@ -58,6 +58,7 @@ export class StatusBar implements vscode.Disposable {
 				md.appendMarkdown(`Model: [${model}](command:agentd.pickModel) · Mode: [${s.approvalMode}](command:agentd.pickMode)\n\n`);
 				if (s.session) md.appendMarkdown(`Session: ${escape(s.session.title)}\n\n`);
 				if (s.session?.instructions) md.appendText(`Using ${instructionsLabel(s.session.instructions)}\n\n`);
+				for (const w of s.session?.warnings ?? []) md.appendText(`⚠ ${w}\n\n`);
 				if (s.usage) md.appendMarkdown(`Context: ${s.usage.contextPercent}% of ${s.usage.contextLength.toLocaleString("en-US")} tokens\n\n`);
 				md.appendMarkdown("Click to open the chat.");
 				break;

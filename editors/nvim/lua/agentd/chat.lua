@@ -834,6 +834,9 @@ function M.reset(session, history)
     push({ kind = "note", text = string.format("using %s (%s%s)", ins.path, size,
       ins.truncated and ", truncated to 8 KB" or ""), hl = "Comment" })
   end
+  for _, w in ipairs(type(session.warnings) == "table" and session.warnings or {}) do
+    push({ kind = "note", text = "warning: " .. w, hl = "WarningMsg" })
+  end
   if history and #history > 0 then
     push({ kind = "history", items = history })
   end
