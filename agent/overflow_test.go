@@ -42,11 +42,15 @@ type wireSession struct {
 }
 
 // newWireSession starts a session with an 8192-token window on a model trained for 40960.
-func newWireSession(t *testing.T) *wireSession {
+func newWireSession(t *testing.T) *wireSession { return newWireSessionTrained(t, 40960) }
+
+// newWireSessionTrained starts a session with an 8192-token window on a model trained for
+// `trained` tokens.
+func newWireSessionTrained(t *testing.T, trained int) *wireSession {
 	t.Helper()
 	w := &wireSession{t: t, ends: make(chan agent.TurnEnd, 4)}
 	w.srv = ollamatest.NewServer(&ollamatest.Script{Models: []ollamatest.Model{
-		{Name: "qwen3:8b", Capabilities: []string{"completion", "tools"}, ContextLength: 40960}}})
+		{Name: "qwen3:8b", Capabilities: []string{"completion", "tools"}, ContextLength: trained}}})
 	t.Cleanup(w.srv.Close)
 	c, err := ollama.New(ollama.Config{Host: w.srv.URL, Model: "qwen3:8b"})
 	if err != nil {
@@ -151,6 +155,26 @@ func TestOverflowWithNothingToCompactIsNotResent(t *testing.T) {
 	checkOverflowError(t, end, "compacting the history cannot shrink it")
 	if n := w.compactions(); n != 0 {
 		t.Errorf("%d compactions reported, want 0", n)
+	}
+}
+
+// A model trained for fewer tokens than agentd's prompt and room to work: the overflow says so
+// and what to use instead, never "start a new session", which would overflow as soon.
+func TestOverflowOnATooShortModelNamesTheModelNotANewSession(t *testing.T) {
+	defs := []tools.Definition{{Name: "echo", Description: strings.Repeat("Echoes. ", 100), Parameters: []byte(`{"type":"object"}`)}}
+	if !agent.TooShort(8192, defs, false) || agent.TooShort(40960, defs, false) {
+		t.Fatal("TooShort: 8192 tokens must be too short for the prompt and room to work, 40960 not")
+	}
+	w := newWireSessionTrained(t, 8192)
+	w.srv.HandleChat(func(*api.ChatRequest) ollamatest.Reply { return ollamatest.HTTPError(400, overflowMsg) })
+	end := w.turn("read the whole repository")
+	var me *agent.ModelError
+	if !errors.As(end.Err, &me) || me.Kind != agent.ErrContextOverflow {
+		t.Fatalf("turn end %+v", end)
+	}
+	if !strings.Contains(me.Fix, "qwen3:8b was trained for only 8192 tokens") || !strings.Contains(me.Fix, "use a model trained for a longer context") ||
+		strings.Contains(me.Fix, "start a new session") {
+		t.Errorf("fix %q", me.Fix)
 	}
 }
 

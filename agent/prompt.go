@@ -107,6 +107,28 @@ func SystemPrompt(defs []tools.Definition, textTools bool) string {
 	return strings.TrimSpace(b.String())
 }
 
+// MinWorkTokens is the room a session needs beyond its static prompt to do anything: a reply and
+// a few files read.
+const MinWorkTokens = 8192
+
+// StaticTokens estimates the tokens of the static prompt: the system prompt and the tool
+// definitions (about 4 bytes a token: the built-ins measure 4.3 with the Qwen3 tokenizer).
+func StaticTokens(defs []tools.Definition, textTools bool) int {
+	n := len(SystemPrompt(defs, textTools))
+	if !textTools {
+		for _, d := range defs {
+			n += len(d.Name) + len(d.Description) + len(d.Parameters) + 60
+		}
+	}
+	return n / 4
+}
+
+// TooShort reports whether a model trained for `trained` tokens cannot hold the static prompt and
+// MinWorkTokens: no window, compaction or new session makes room to work on such a model.
+func TooShort(trained int, defs []tools.Definition, textTools bool) bool {
+	return trained > 0 && trained < StaticTokens(defs, textTools)+MinWorkTokens
+}
+
 // ContextBlock renders the per-workspace part of the prompt, "" when f is empty. The result
 // depends only on f, which a session fixes when it starts, so every request of a session carries
 // the same bytes.

@@ -442,7 +442,12 @@ func (s *Session) overflowError(me *ModelError, compacted bool) error {
 	e := &ModelError{Kind: ErrContextOverflow, Status: me.Status, Err: me, Fix: me.Fix,
 		Message: fmt.Sprintf("the conversation does not fit the context window in use (%d tokens) %s; the model %s was trained for %s (server: %s)",
 			s.cfg.NumCtx, how, s.cfg.Info.Name, limit, me.Message)}
-	if trained > 0 && s.cfg.NumCtx >= trained {
+	switch {
+	case TooShort(trained, s.defs, s.textTools):
+		// A new session would overflow as soon: the model itself is too short for the work.
+		e.Fix = fmt.Sprintf("%s was trained for only %d tokens, and agentd's own prompt takes about %d of them: too little room to work, which no new session or setting changes; use a model trained for a longer context (e.g. qwen3:8b, 40,960 tokens)",
+			s.cfg.Info.Name, trained, StaticTokens(s.defs, s.textTools))
+	case trained > 0 && s.cfg.NumCtx >= trained:
 		e.Fix = "the window is already the model's trained length: start a new session, or ask for less at a time (smaller files, narrower searches)"
 	}
 	return e

@@ -585,16 +585,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	numCtx := h.settings.NumCtx
 	h.mu.Unlock()
 	if numCtx == 0 {
-		// The estimate does not depend on the workspace: the context block counts at its largest
-		// (instructions at their cap, and room for the path and the git summary), so sessions
-		// with the same model and tools choose the same window in every folder, and a session
-		// never reloads the model that the one before it, elsewhere, left loaded.
-		sys := agent.SystemPrompt(h.registry.Definitions(), !info.Tools)
-		estimate := (len(sys) + agent.MaxInstructionsBytes + 1024) / 3
-		for _, d := range h.registry.Definitions() {
-			estimate += (len(d.Description) + len(d.Parameters)) / 3
-		}
-		numCtx = ollama.ChooseNumCtx(info.ContextLength, h.contextCap, estimate+8192, 8192)
+		numCtx = PlanNumCtx(info, h.registry.Definitions(), h.contextCap)
 		h.mu.Lock()
 		h.settings.NumCtx = numCtx
 		settings := h.settings
@@ -635,6 +626,20 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	}
 	g.cancelTurn = func() { sess.Cancel() }
 	return sess, nil
+}
+
+// PlanNumCtx is the context window a session chooses for a model, its tools and the configured
+// cap. The estimate does not depend on the workspace: the context block counts at its largest
+// (instructions at their cap, and room for the path and the git summary), so sessions with the
+// same model and tools choose the same window in every folder, and a session never reloads the
+// model that the one before it, elsewhere, left loaded.
+func PlanNumCtx(info agent.ModelInfo, defs []tools.Definition, contextCap int) int {
+	sys := agent.SystemPrompt(defs, !info.Tools)
+	estimate := (len(sys) + agent.MaxInstructionsBytes + 1024) / 3
+	for _, d := range defs {
+		estimate += (len(d.Description) + len(d.Parameters)) / 3
+	}
+	return ollama.ChooseNumCtx(info.ContextLength, contextCap, estimate+8192, 8192)
 }
 
 // facts describe the workspace for the context block of the prompt (agent.ContextBlock): read

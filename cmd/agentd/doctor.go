@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -23,6 +25,8 @@ func doctorCmd(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	measure := false // --model M given: measure M on this machine
+	fs.Visit(func(f *flag.Flag) { measure = measure || f.Name == "model" })
 	failed := false
 	report := func(ok bool, what, detail, fix string) {
 		mark := "ok  "
@@ -64,6 +68,7 @@ func doctorCmd(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var info *agent.ModelInfo // the model's, once read
 	if v, err := mc.Version(ctx); err != nil {
 		report(false, "ollama", describeErr(err), "")
 	} else {
@@ -76,9 +81,10 @@ func doctorCmd(args []string) int {
 		pulled := err == nil && slices.ContainsFunc(names, func(n string) bool { return n == opts.Model || n == opts.Model+":latest" })
 		if !pulled {
 			report(false, "model", fmt.Sprintf("%s is not pulled (have: %s)", opts.Model, strings.Join(names, ", ")), "run `ollama pull "+opts.Model+"`")
-		} else if info, err := mc.Info(ctx); err != nil {
+		} else if mi, err := mc.Info(ctx); err != nil {
 			report(false, "model", describeErr(err), "")
 		} else {
+			info = &mi
 			caps := []string{}
 			if info.Tools {
 				caps = append(caps, "tools")
@@ -109,7 +115,15 @@ func doctorCmd(args []string) int {
 	default:
 		report(true, "sandbox", f.Describe(), "")
 	}
-	doctorMCP(opts, f, report, warn)
+	mcpDefs := doctorMCP(opts, f, report, warn)
+	if info != nil {
+		numCtx := doctorContext(opts.Model, *info, append(builtin.Definitions(), mcpDefs...), opts.ContextCap, report, warn)
+		if measure {
+			doctorMeasure(mc, opts.Model, *info, numCtx, report, warn)
+		} else {
+			fmt.Printf("       measure it on this machine (GPU fit, speed, largest window): agentd doctor --model %s\n", opts.Model)
+		}
+	}
 	dir := opts.StateDir
 	if dir == "" {
 		dir, _ = store.DefaultDir()

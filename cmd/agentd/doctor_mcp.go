@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/mcp"
 	"github.com/agentd/agentd/tools/sandbox"
 )
@@ -17,7 +18,9 @@ import (
 // starts the MCP servers of the user's configuration, plus the approved proposals, the way a session does (stdio
 // servers in the sandbox, with the current directory as the workspace) and lists their state and
 // tools.
-func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) {
+//
+// It returns the definitions of the MCP tools a session would be offered.
+func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) []tools.Definition {
 	wd, err := os.Getwd()
 	if err != nil {
 		wd = "/"
@@ -29,7 +32,7 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 	file := filepath.Join(opts.Policy.ConfigDir, mcp.ConfigFile)
 	if err != nil {
 		report(false, "mcp", err.Error(), "correct "+file)
-		return
+		return nil
 	}
 	// The workspace's proposals: listed with their state; the approved ones of a trusted workspace
 	// start below like the user's own.
@@ -53,13 +56,13 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 	}
 	if len(cfg.Servers) == 0 {
 		fmt.Printf("[ok  ] mcp: no servers configured (%s)\n", file)
-		return
+		return nil
 	}
 	sb, _ := sandbox.New(sandbox.Options{Features: &f})
 	state, err := os.MkdirTemp("", "agentd-doctor-")
 	if err != nil {
 		report(false, "mcp", err.Error(), "")
-		return
+		return nil
 	}
 	defer os.RemoveAll(state)
 	cache, err := os.UserCacheDir()
@@ -90,4 +93,9 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 			warn(what, s, "")
 		}
 	}
+	var defs []tools.Definition
+	for _, t := range set.Tools() {
+		defs = append(defs, tools.Definition{Name: t.Name(), Description: t.Description(), Parameters: t.Spec().Schema()})
+	}
+	return defs
 }

@@ -318,6 +318,11 @@ func (s *Server) doneChunk(req *api.ChatRequest, reply Reply, chunks int) api.Ch
 	if eval == 0 {
 		eval = max(chunks, 1)
 	}
+	promptDur, evalDur := 2*time.Millisecond, 3*time.Millisecond
+	if m, ok, _ := s.model(req.Model); ok && m.PromptRate > 0 && m.EvalRate > 0 {
+		promptDur = time.Duration(float64(prompt) / m.PromptRate * float64(time.Second))
+		evalDur = time.Duration(float64(eval) / m.EvalRate * float64(time.Second))
+	}
 	return api.ChatResponse{
 		Model:      req.Model,
 		CreatedAt:  fixedTime.Add(time.Duration(chunks+1) * time.Millisecond),
@@ -325,12 +330,12 @@ func (s *Server) doneChunk(req *api.ChatRequest, reply Reply, chunks int) api.Ch
 		Done:       true,
 		DoneReason: reason,
 		Metrics: api.Metrics{
-			TotalDuration:      6 * time.Millisecond,
+			TotalDuration:      time.Millisecond + promptDur + evalDur,
 			LoadDuration:       time.Millisecond,
 			PromptEvalCount:    prompt,
-			PromptEvalDuration: 2 * time.Millisecond,
+			PromptEvalDuration: promptDur,
 			EvalCount:          eval,
-			EvalDuration:       3 * time.Millisecond,
+			EvalDuration:       evalDur,
 		},
 	}
 }

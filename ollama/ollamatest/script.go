@@ -26,6 +26,9 @@ type Script struct {
 	// Turns answer chat requests. Each request takes the first turn, in order, that is not used up
 	// and whose When matches; a turn is used up once it answered, unless Repeat is set.
 	Turns []Turn `json:"turns,omitzero"`
+	// GPUMemory is the GPU memory a loaded model may use, in bytes; 0: no GPU (every model runs on
+	// the CPU, /api/ps reports size_vram 0). See Model.Weights.
+	GPUMemory int64 `json:"gpuMemory,omitzero"`
 }
 
 // Model is an installed model.
@@ -40,6 +43,28 @@ type Model struct {
 	// ParameterSize and Quantization fill the details; empty means "8.2B" and "Q4_K_M".
 	ParameterSize string `json:"parameterSize,omitzero"`
 	Quantization  string `json:"quantization,omitzero"`
+	// Weights and KVPerToken size a loaded model as /api/ps reports it: weights plus KVPerToken
+	// bytes a token of its window (num_ctx), of which the GPU holds at most Script.GPUMemory.
+	// 0 means 5,200,000,000 bytes and 147,456 bytes a token (qwen3:8b at Q4_K_M: 36 layers, 8 KV
+	// heads of 128, f16).
+	Weights    int64 `json:"weights,omitzero"`
+	KVPerToken int64 `json:"kvPerToken,omitzero"`
+	// PromptRate and EvalRate (tokens a second) set the durations of the done chunk's metrics;
+	// 0 keeps fixed durations (2 ms for the prompt, 3 ms for the output).
+	PromptRate float64 `json:"promptRate,omitzero"`
+	EvalRate   float64 `json:"evalRate,omitzero"`
+}
+
+// size is what a loaded model takes with a window of numCtx tokens.
+func (m Model) size(numCtx int) int64 {
+	w, kv := m.Weights, m.KVPerToken
+	if w == 0 {
+		w = 5_200_000_000
+	}
+	if kv == 0 {
+		kv = 147_456
+	}
+	return w + kv*int64(numCtx)
 }
 
 // Turn is one scripted answer and the requests it may answer.

@@ -50,6 +50,8 @@ type runner struct {
 	numCtx int           // runner options: a request with other values reloads the model
 	shift  bool
 	prompt string // the last prompt it evaluated, rendered: its prompt cache
+	size   int64  // its memory: weights and KV cache (Model.Weights)
+	vram   int64  // the part in GPU memory (Script.GPUMemory)
 }
 
 // ChatRecord is one chat request the server received.
@@ -380,7 +382,14 @@ func (s *Server) touch(n int, req *api.ChatRequest) {
 		if keep == 0 {
 			keep = 5 * time.Minute
 		}
-		r = &runner{keep: keep, numCtx: numCtx, shift: shift}
+		m := Model{Name: name}
+		for _, dm := range s.script.Models {
+			if normalizeName(dm.Name) == name {
+				m = dm
+			}
+		}
+		size := m.size(numCtx)
+		r = &runner{keep: keep, numCtx: numCtx, shift: shift, size: size, vram: min(size, s.script.GPUMemory)}
 		s.loaded[name] = r
 	}
 	if req.KeepAlive != nil {
@@ -444,7 +453,8 @@ func (s *Server) running() []api.ProcessModelResponse {
 	now := time.Now()
 	for name, r := range s.loaded {
 		if r.until.After(now) {
-			out = append(out, api.ProcessModelResponse{Name: name, Model: name, ExpiresAt: r.until, ContextLength: r.numCtx})
+			out = append(out, api.ProcessModelResponse{Name: name, Model: name, ExpiresAt: r.until, ContextLength: r.numCtx,
+				Size: r.size, SizeVRAM: r.vram})
 		}
 	}
 	slices.SortFunc(out, func(a, b api.ProcessModelResponse) int { return strings.Compare(a.Name, b.Name) })

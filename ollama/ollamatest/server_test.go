@@ -485,3 +485,32 @@ func TestStartAndServeScriptFile(t *testing.T) {
 		t.Error("missing script accepted")
 	}
 }
+
+// /api/ps sizes a loaded model by its window, and reports the part the GPU holds; the done chunk's
+// durations follow the model's rates.
+func TestLoadedModelSizeAndSpeed(t *testing.T) {
+	srv := ollamatest.NewServer(&ollamatest.Script{GPUMemory: 6_000_000_000, Models: []ollamatest.Model{
+		{Name: "m", Weights: 4_000_000_000, KVPerToken: 100_000, PromptRate: 500, EvalRate: 25}}})
+	t.Cleanup(srv.Close)
+	c := api.NewClient(mustURL(t, srv.URL), srv.Client())
+	ctx := context.Background()
+	for _, tc := range []struct {
+		numCtx     int
+		size, vram int64
+	}{{8192, 4_819_200_000, 4_819_200_000}, {32768, 7_276_800_000, 6_000_000_000}} {
+		srv.Enqueue(ollamatest.Reply{Text: "a b c", PromptEvalCount: 1000, EvalCount: 50})
+		var done api.ChatResponse
+		err := c.Chat(ctx, &api.ChatRequest{Model: "m", Messages: []api.Message{{Role: "user", Content: "hi"}},
+			Options: map[string]any{"num_ctx": tc.numCtx}}, func(r api.ChatResponse) error { done = r; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.PromptEvalDuration != 2*time.Second || done.EvalDuration != 2*time.Second {
+			t.Errorf("durations %v %v, want 2s each (1000 at 500/s, 50 at 25/s)", done.PromptEvalDuration, done.EvalDuration)
+		}
+		ps, err := c.ListRunning(ctx)
+		if err != nil || len(ps.Models) != 1 || ps.Models[0].Size != tc.size || ps.Models[0].SizeVRAM != tc.vram || ps.Models[0].ContextLength != tc.numCtx {
+			t.Errorf("num_ctx %d: ps %+v, %v; want size %d, vram %d", tc.numCtx, ps, err, tc.size, tc.vram)
+		}
+	}
+}
