@@ -84,3 +84,14 @@ func TestDoctorMeasuresTheModel(t *testing.T) {
 		})
 	}
 }
+
+// `agentd run` warns on stderr when the tool definitions take more than a quarter of the window
+// (here the seven built-ins in 4096 tokens).
+func TestRunWarnsWhenToolsCrowdTheWindow(t *testing.T) {
+	e := newRunEnv(t)
+	e.ollama.Enqueue(ollamatest.Text("Hello."))
+	_, stderr, code := e.runPiped(nil, "run", "--context-length", "4096", "hi")
+	if code != 0 || !strings.Contains(stderr, "the definitions of the 7 tools take about") || !strings.Contains(stderr, "of the 4096-token context window") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
