@@ -213,7 +213,7 @@ func TestEveryFormatRunsOnceOrTheModelIsTold(t *testing.T) {
 			// history), and the call it sent next is the first tool call of the turn: the step
 			// count to the intended call is 2.
 			steps := len(r.chats) - 1
-			table = append(table, fmt.Sprintf("| %s | `%s` | %s | %d |", f.family, strings.ReplaceAll(strings.ReplaceAll(f.malformed, "\n", `\n`), "|", `\|`), f.reason, steps))
+			table = append(table, fmt.Sprintf("| %s | `%s` | %s | %d |", strings.ReplaceAll(f.family, "|", `\|`), strings.ReplaceAll(strings.ReplaceAll(f.malformed, "\n", `\n`), "|", `\|`), f.reason, steps))
 		})
 	}
 	t.Log("| format | malformed variant | what the model is told (excerpt) | steps to the intended call |\n|---|---|---|---|\n" + strings.Join(table, "\n"))
