@@ -116,7 +116,7 @@ func (s *Session) unreadError(n int, last textcall.Problem) error {
 // nudgeEmpty answers an empty reply once. A template-based server drops a call it cannot parse
 // (malformed JSON, an unknown tool name) and sends nothing.
 func (s *Session) nudgeEmpty() string {
-	return "Your last reply was empty: no text and no tool call. If you meant to call a tool, the call " +
+	return "Your last reply was empty. It had no text and no tool call; if you meant to call a tool, the call " +
 		"could not be read: write it in exactly this format:\n" + s.callExample("", "") +
 		"\nwith one of the offered tool names. Otherwise, answer the user."
 }
