@@ -280,23 +280,16 @@ func (p *parser) readHarmony(s string, at int) attempt {
 	if name == "" {
 		return problem(start, j, Harmony, "", "to=functions. must be followed by the tool's name")
 	}
-	for {
+	// The header's tokens between the name and the arguments, in any order.
+	for skipped := true; skipped; {
 		j = skipSpace(s, j)
-		switch {
-		case strings.HasPrefix(s[j:], "<|constrain|>"):
-			j += len("<|constrain|>")
-			continue
-		case strings.HasPrefix(s[j:], "<|message|>"):
-			j += len("<|message|>")
-			continue
-		case strings.HasPrefix(s[j:], "<|channel|>commentary"):
-			j += len("<|channel|>commentary")
-			continue
-		case strings.HasPrefix(s[j:], "json"):
-			j += len("json")
-			continue
+		skipped = false
+		for _, tok := range []string{"<|constrain|>", "<|message|>", "<|channel|>commentary", "json"} {
+			if strings.HasPrefix(s[j:], tok) {
+				j, skipped = j+len(tok), true
+				break
+			}
 		}
-		break
 	}
 	if j >= len(s) || s[j] != '{' {
 		return problem(start, j, Harmony, name, fmt.Sprintf("the call to functions.%s must be followed by its arguments as one JSON object", name))

@@ -62,6 +62,33 @@ func (r *pyReader) ident() string {
 	return r.s[j:r.i]
 }
 
+// items reads comma-separated items up to closeBy (a trailing comma allowed), with item reading
+// the n-th; notClosed is the reason when neither a comma nor closeBy follows an item.
+func (r *pyReader) items(closeBy byte, notClosed string, item func(n int) string) string {
+	for n := 0; ; n++ {
+		r.space()
+		if r.i < len(r.s) && r.s[r.i] == closeBy {
+			r.i++
+			return ""
+		}
+		if n > 0 {
+			if r.i >= len(r.s) || r.s[r.i] != ',' {
+				return notClosed
+			}
+			r.i++
+			r.space()
+			if r.i < len(r.s) && r.s[r.i] == closeBy {
+				r.i++
+				return ""
+			}
+		}
+		r.space()
+		if why := item(n); why != "" {
+			return why
+		}
+	}
+}
+
 // call reads name(key=value, …), or print(name(…)).
 func (r *pyReader) call() (Call, string) {
 	name := r.ident()
@@ -92,32 +119,15 @@ func (r *pyReader) call() (Call, string) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	seen := map[string]bool{}
-	for n := 0; ; n++ {
-		r.space()
-		if r.i < len(r.s) && r.s[r.i] == ')' {
-			r.i++
-			break
-		}
-		if n > 0 {
-			if r.i >= len(r.s) || r.s[r.i] != ',' {
-				return Call{Name: name}, fmt.Sprintf("the arguments of %s( are not separated by commas or not closed by )", name)
-			}
-			r.i++
-			r.space()
-			if r.i < len(r.s) && r.s[r.i] == ')' {
-				r.i++
-				break
-			}
-		}
+	why := r.items(')', fmt.Sprintf("the arguments of %s( are not separated by commas or not closed by )", name), func(n int) string {
 		key := r.ident()
 		r.space()
 		if key == "" || r.i >= len(r.s) || r.s[r.i] != '=' {
-			return Call{Name: name}, fmt.Sprintf("the arguments of %s( must be named: %s(key=value)", name, name)
+			return fmt.Sprintf("the arguments of %s( must be named: %s(key=value)", name, name)
 		}
 		r.i++
-		r.space()
 		if seen[key] {
-			return Call{Name: name}, fmt.Sprintf("the argument %q is given twice", key)
+			return fmt.Sprintf("the argument %q is given twice", key)
 		}
 		seen[key] = true
 		if n > 0 {
@@ -126,8 +136,12 @@ func (r *pyReader) call() (Call, string) {
 		writeString(&buf, key)
 		buf.WriteByte(':')
 		if why := r.literal(&buf, 0); why != "" {
-			return Call{Name: name}, fmt.Sprintf("the value of %s in %s( %s", key, name, why)
+			return fmt.Sprintf("the value of %s in %s( %s", key, name, why)
 		}
+		return ""
+	})
+	if why != "" {
+		return Call{Name: name}, why
 	}
 	buf.WriteByte('}')
 	return Call{Name: name, Arguments: buf.Bytes()}, ""
@@ -156,48 +170,20 @@ func (r *pyReader) literal(buf *bytes.Buffer, depth int) string {
 		}
 		r.i++
 		buf.WriteByte('[')
-		for n := 0; ; n++ {
-			r.space()
-			if r.i < len(r.s) && r.s[r.i] == closeBy {
-				r.i++
-				break
-			}
+		if why := r.items(closeBy, "has a list that is not closed", func(n int) string {
 			if n > 0 {
-				if r.i >= len(r.s) || r.s[r.i] != ',' {
-					return "has a list that is not closed"
-				}
-				r.i++
-				r.space()
-				if r.i < len(r.s) && r.s[r.i] == closeBy {
-					r.i++
-					break
-				}
 				buf.WriteByte(',')
 			}
-			if why := r.literal(buf, depth+1); why != "" {
-				return why
-			}
+			return r.literal(buf, depth+1)
+		}); why != "" {
+			return why
 		}
 		buf.WriteByte(']')
 	case c == '{':
 		r.i++
 		buf.WriteByte('{')
-		for n := 0; ; n++ {
-			r.space()
-			if r.i < len(r.s) && r.s[r.i] == '}' {
-				r.i++
-				break
-			}
+		if why := r.items('}', "has a dict that is not closed", func(n int) string {
 			if n > 0 {
-				if r.i >= len(r.s) || r.s[r.i] != ',' {
-					return "has a dict that is not closed"
-				}
-				r.i++
-				r.space()
-				if r.i < len(r.s) && r.s[r.i] == '}' {
-					r.i++
-					break
-				}
 				buf.WriteByte(',')
 			}
 			if r.i >= len(r.s) || (r.s[r.i] != '"' && r.s[r.i] != '\'') {
@@ -214,9 +200,9 @@ func (r *pyReader) literal(buf *bytes.Buffer, depth int) string {
 			}
 			r.i++
 			buf.WriteByte(':')
-			if why := r.literal(buf, depth+1); why != "" {
-				return why
-			}
+			return r.literal(buf, depth+1)
+		}); why != "" {
+			return why
 		}
 		buf.WriteByte('}')
 	default:
