@@ -73,6 +73,11 @@ func (c *client) sessionNew(ctx context.Context, params []byte) (any, error) {
 	}
 	ls := c.srv.newLive(h)
 	ls.attach(c)
+	// The window the first turn will choose, so that the info can warn about the session's setup
+	// now; a slow or absent server only leaves the warning for later.
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	h.PlanWindow(pctx)
+	cancel()
 	return rpc.SessionNewResult{Session: ls.info()}, nil
 }
 

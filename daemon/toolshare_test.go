@@ -9,13 +9,16 @@ import (
 )
 
 // A session whose tool definitions take more than a quarter of its window (here the seven
-// built-ins in the editor's 4096-token context length) says so in its info once its window is
-// chosen, with what to do.
+// built-ins in the editor's 4096-token context length) says so in its info from session/new on,
+// with what to do.
 func TestSessionInfoWarnsWhenToolsCrowdTheWindow(t *testing.T) {
 	env := newEnv(t, map[string]string{"main.go": "package main\n"})
 	ed := env.editorWith(rpc.InitializationOptions{ProtocolVersion: 1, Reviews: true, ContextLength: 4096})
 	var res rpc.SessionNewResult
 	ed.mustCall(rpc.MethodSessionNew, rpc.SessionNewParams{}, &res)
+	if len(res.Session.Warnings) != 1 || !strings.Contains(res.Session.Warnings[0], "of the 4096-token context window") {
+		t.Fatalf("session/new info warnings %q", res.Session.Warnings)
+	}
 	env.ollama.Enqueue(ollamatest.Text("ok"))
 	ed.prompt(res.Session.SessionID, "hi")
 	if u := ed.turnEnd(); u.Reason != "done" {

@@ -293,8 +293,10 @@ type Overlay interface {
 type Harness struct {
 	rt *Runtime
 	// settings are written by SetMode and Start while front ends read them (Settings): under mu.
-	mu          sync.Mutex
-	settings    agent.SessionSettings
+	mu       sync.Mutex
+	settings agent.SessionSettings
+	// planned is the window PlanWindow foresaw before Start chose it (under mu).
+	planned     int
 	Replayed    agent.Replayed
 	Title       string
 	ws          *workspace

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -83,8 +84,35 @@ func WeighTools(defs []tools.Definition, window int) ToolShare {
 	return s
 }
 
-// ToolShare weighs the session's tool definitions against its context window (chosen by Start;
-// before that the window is 0 and there is no warning).
+// ToolShare weighs the session's tool definitions against its context window: the one Start
+// chose, else the one PlanWindow foresaw (0 before either: no warning).
 func (h *Harness) ToolShare() ToolShare {
-	return WeighTools(h.registry.Definitions(), h.Settings().NumCtx)
+	h.mu.Lock()
+	window := h.settings.NumCtx
+	if window == 0 {
+		window = h.planned
+	}
+	h.mu.Unlock()
+	return WeighTools(h.registry.Definitions(), window)
+}
+
+// PlanWindow foresees the window Start will choose, so that a front end can tell the user about
+// the session's setup (ToolShare) before its first turn. It asks the model server for the model's
+// description; when that fails it returns 0 and Start will ask again.
+func (h *Harness) PlanWindow(ctx context.Context) int {
+	h.mu.Lock()
+	window := h.settings.NumCtx
+	h.mu.Unlock()
+	if window > 0 {
+		return window
+	}
+	info, err := h.model.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	window = PlanNumCtx(info, h.registry.Definitions(), h.contextCap)
+	h.mu.Lock()
+	h.planned = window
+	h.mu.Unlock()
+	return window
 }

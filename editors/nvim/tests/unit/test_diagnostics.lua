@@ -81,4 +81,13 @@ H.test("the chat's first lines name the AGENTS.md the model reads", function()
   H.ok(not table.concat(chat.lines(), "\n"):find("AGENTS.md", 1, true), "no line without instructions")
 end)
 
+H.test("the chat's first lines show the session's warnings", function()
+  local chat = require("agentd.chat")
+  chat.reset({ sessionId = "s-4", title = "t", model = "m", approvalMode = "ask",
+    warnings = { "the definitions of the 25 tools take about 4000 tokens" } }, {})
+  chat.flush_now()
+  H.eq(chat.lines()[2], "warning: the definitions of the 25 tools take about 4000 tokens",
+    "second line of the chat:\n" .. table.concat(chat.lines(), "\n"))
+end)
+
 H.done()
