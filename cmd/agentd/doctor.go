@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/internal/termtext"
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/sandbox"
 )
@@ -27,21 +28,24 @@ func doctorCmd(args []string) int {
 	}
 	measure := false // --model M given: measure M on this machine
 	fs.Visit(func(f *flag.Flag) { measure = measure || f.Name == "model" })
+	// Names and errors come from Ollama, MCP servers and workspace files: termtext shows their
+	// control characters instead of sending them to the terminal.
+	out := termtext.New(os.Stdout, false)
 	failed := false
 	report := func(ok bool, what, detail, fix string) {
 		mark := "ok  "
 		if !ok {
 			mark, failed = "FAIL", true
 		}
-		fmt.Printf("[%s] %s: %s\n", mark, what, detail)
+		out.Printf("[%s] %s: %s\n", mark, termtext.Line(what), detail)
 		if !ok && fix != "" {
-			fmt.Printf("       fix: %s\n", fix)
+			out.Printf("       fix: %s\n", fix)
 		}
 	}
 	warn := func(what, detail, fix string) {
-		fmt.Printf("[warn] %s: %s\n", what, detail)
+		out.Printf("[warn] %s: %s\n", termtext.Line(what), detail)
 		if fix != "" {
-			fmt.Printf("       fix: %s\n", fix)
+			out.Printf("       fix: %s\n", fix)
 		}
 	}
 	opts, warnings, err := s.resolve()
@@ -55,7 +59,7 @@ func doctorCmd(args []string) int {
 	if opts.Model == "" {
 		opts.Model = harness.DefaultModel
 	}
-	fmt.Printf("agentd %s\n", version)
+	out.Printf("agentd %s\n", version)
 
 	models := opts.Models
 	if models == nil {
@@ -115,13 +119,13 @@ func doctorCmd(args []string) int {
 	default:
 		report(true, "sandbox", f.Describe(), "")
 	}
-	mcpDefs := doctorMCP(opts, f, report, warn)
+	mcpDefs := doctorMCP(out, opts, f, report, warn)
 	if info != nil {
 		numCtx := doctorContext(opts.Model, *info, append(builtin.Definitions(), mcpDefs...), opts.ContextCap, report, warn)
 		if measure {
 			doctorMeasure(mc, opts.Model, *info, numCtx, report, warn)
 		} else {
-			fmt.Printf("       measure it on this machine (GPU fit, speed, largest window): agentd doctor --model %s\n", opts.Model)
+			out.Printf("       measure it on this machine (GPU fit, speed, largest window): agentd doctor --model %s\n", opts.Model)
 		}
 	}
 	dir := opts.StateDir
@@ -134,10 +138,10 @@ func doctorCmd(args []string) int {
 		st.Close()
 		report(true, "state", dir, "")
 	}
-	fmt.Fprint(os.Stdout, acpHints)
+	out.Print(acpHints)
 	if failed {
 		return 1
 	}
-	fmt.Fprintln(os.Stdout, "everything agentd needs is in place")
+	out.Println("everything agentd needs is in place")
 	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/internal/termtext"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/mcp"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -20,7 +21,7 @@ import (
 // tools.
 //
 // It returns the definitions of the MCP tools a session would be offered.
-func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) []tools.Definition {
+func doctorMCP(out *termtext.Writer, opts harness.Options, f sandbox.Features, report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) []tools.Definition {
 	wd, err := os.Getwd()
 	if err != nil {
 		wd = "/"
@@ -55,7 +56,7 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 		}
 	}
 	if len(cfg.Servers) == 0 {
-		fmt.Printf("[ok  ] mcp: no servers configured (%s)\n", file)
+		out.Printf("[ok  ] mcp: no servers configured (%s)\n", file)
 		return nil
 	}
 	sb, _ := sandbox.New(sandbox.Options{Features: &f})
@@ -84,9 +85,10 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 		if st.Version != "" {
 			detail += ", " + st.Version
 		}
-		detail += fmt.Sprintf("; %d tools: %s", len(st.Tools), strings.Join(st.Tools, ", "))
+		// Names are the server's and the configuration's: one line each, whatever they hold.
+		detail += fmt.Sprintf("; %d tools: %s", len(st.Tools), lines(st.Tools))
 		if len(st.Filtered) > 0 {
-			detail += fmt.Sprintf(" (%d left out by tools/disabledTools: %s)", len(st.Filtered), strings.Join(st.Filtered, ", "))
+			detail += fmt.Sprintf(" (%d left out by tools/disabledTools: %s)", len(st.Filtered), lines(st.Filtered))
 		}
 		report(true, what, detail, "")
 		for _, s := range st.Skipped {
@@ -98,4 +100,13 @@ func doctorMCP(opts harness.Options, f sandbox.Features, report func(ok bool, wh
 		defs = append(defs, tools.Definition{Name: t.Name(), Description: t.Description(), Parameters: t.Spec().Schema()})
 	}
 	return defs
+}
+
+// lines joins names, each shown on one line (termtext.Line).
+func lines(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = termtext.Line(n)
+	}
+	return strings.Join(out, ", ")
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentd/agentd/internal/termtext"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/mcp"
 )
@@ -42,31 +43,34 @@ func mcpCmd(args []string) int {
 }
 
 func mcpApprove(loc policy.Locations, dir, name string, yes bool, in io.Reader, out io.Writer) int {
+	// Server names and definitions come from workspace files: termtext shows their control
+	// characters, so what the user approves is what is shown.
+	o, e := termtext.New(out, false), termtext.New(os.Stderr, false)
 	ws, err := filepath.Abs(dir)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agentd:", err)
+		e.Println("agentd:", err)
 		return 1
 	}
 	ps, warnings := mcp.LoadProposals(ws)
 	for _, w := range warnings {
-		fmt.Fprintln(os.Stderr, "agentd:", w)
+		e.Println("agentd:", w)
 	}
 	if len(ps) == 0 {
-		fmt.Fprintf(out, "%s proposes no MCP servers (%s)\n", ws, strings.Join(mcp.ProposalFiles, ", "))
+		o.Printf("%s proposes no MCP servers (%s)\n", ws, strings.Join(mcp.ProposalFiles, ", "))
 		return 0
 	}
 	if !workspaceTrusted(loc, ws) {
-		fmt.Fprintf(os.Stderr, "agentd: %s is not trusted: its MCP proposals are ignored and cannot be approved (trust list: %s)\n", ws, loc.TrustFile())
+		e.Printf("agentd: %s is not trusted: its MCP proposals are ignored and cannot be approved (trust list: %s)\n", ws, loc.TrustFile())
 		return 1
 	}
 	approvals := mcp.OpenApprovals(loc.StateDir)
 	if err := approvals.Mark(ws, ps); err != nil {
-		fmt.Fprintln(os.Stderr, "agentd:", err)
+		e.Println("agentd:", err)
 		return 1
 	}
 	if name == "" {
 		for _, p := range ps {
-			fmt.Fprintf(out, "%s (%s): %s\n  %s\n", p.Server.Name, p.File, proposalState(p), p.Describe())
+			o.Printf("%s (%s): %s\n  %s\n", termtext.Line(p.Server.Name), p.File, proposalState(p), termtext.Line(p.Describe()))
 		}
 		return 0
 	}
@@ -75,30 +79,30 @@ func mcpApprove(loc policy.Locations, dir, name string, yes bool, in io.Reader, 
 			continue
 		}
 		if p.Err != "" {
-			fmt.Fprintf(os.Stderr, "agentd: MCP server %s cannot start as proposed: %s\n", name, p.Err)
+			e.Printf("agentd: MCP server %s cannot start as proposed: %s\n", name, p.Err)
 			return 1
 		}
-		fmt.Fprintf(out, "%s (%s) runs: %s\n", name, p.File, p.Describe())
+		o.Printf("%s (%s) runs: %s\n", termtext.Line(name), p.File, termtext.Line(p.Describe()))
 		if p.Approved {
-			fmt.Fprintln(out, "already approved")
+			o.Println("already approved")
 			return 0
 		}
 		if !yes {
-			fmt.Fprint(out, "Starting it runs this code in agentd's sandbox in every session here. Approve? [y/N] ")
+			o.Print("Starting it runs this code in agentd's sandbox in every session here. Approve? [y/N] ")
 			line, _ := bufio.NewReader(in).ReadString('\n')
 			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-				fmt.Fprintln(out, "not approved")
+				o.Println("not approved")
 				return 1
 			}
 		}
 		if err := approvals.Approve(ws, p); err != nil {
-			fmt.Fprintln(os.Stderr, "agentd:", err)
+			e.Println("agentd:", err)
 			return 1
 		}
-		fmt.Fprintf(out, "approved %s: it starts in new sessions in %s\n", name, ws)
+		o.Printf("approved %s: it starts in new sessions in %s\n", name, ws)
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "agentd: %s proposes no MCP server named %q\n", ws, name)
+	e.Printf("agentd: %s proposes no MCP server named %q\n", ws, name)
 	return 1
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/internal/termtext"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/sandbox"
 )
@@ -24,7 +25,7 @@ func TestMCPApproveAndDoctorListProposals(t *testing.T) {
 	t.Chdir(ws)
 	doctor := func() string {
 		var b strings.Builder
-		doctorMCP(harness.Options{Policy: loc}, sandbox.Features{},
+		doctorMCP(termtext.New(&b, false), harness.Options{Policy: loc}, sandbox.Features{},
 			func(ok bool, what, detail, fix string) { b.WriteString(what + ": " + detail + " fix: " + fix + "\n") },
 			func(what, detail, fix string) { b.WriteString(what + ": " + detail + " fix: " + fix + "\n") })
 		return b.String()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/internal/termtext"
 	"github.com/agentd/agentd/tools"
 )
 
@@ -68,12 +69,13 @@ func revertCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1
 	}
-	fmt.Printf("reverted turn %s of session %s\n", turnID, id)
+	out := termtext.New(os.Stdout, false) // file names are the model's: never raw on the terminal
+	out.Printf("reverted turn %s of session %s\n", turnID, id)
 	for _, p := range res.Restored {
-		fmt.Printf("  restored %s\n", p)
+		out.Printf("  restored %s\n", termtext.Line(p))
 	}
 	for _, sk := range res.Skipped {
-		fmt.Printf("  skipped  %s: %s\n", sk.Path, sk.Reason)
+		out.Printf("  skipped  %s: %s\n", termtext.Line(sk.Path), sk.Reason)
 	}
 	if len(res.Skipped) > 0 {
 		return 3

@@ -6,15 +6,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/internal/termtext"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools"
 	"golang.org/x/term"
@@ -80,7 +81,7 @@ func runCmd(args []string) int {
 
 	tty := term.IsTerminal(int(os.Stdin.Fd()))
 	color := term.IsTerminal(int(os.Stderr.Fd())) && os.Getenv("NO_COLOR") == ""
-	ui := &terminal{out: os.Stdout, err: os.Stderr, color: color}
+	ui := &terminal{out: termtext.New(os.Stdout, false), err: termtext.New(os.Stderr, color)}
 	var ask harness.Asker
 	if tty {
 		ask = &terminalAsker{t: ui, in: bufio.NewReader(os.Stdin)}
@@ -97,15 +98,15 @@ func runCmd(args []string) int {
 		}
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agentd:", describeErr(err))
+		ui.err.Println("agentd:", describeErr(err))
 		return 1
 	}
 	defer sess.Close()
 	if note := harness.InstructionsNote(h.Instructions()); note != "" {
-		fmt.Fprintln(os.Stderr, "agentd:", note)
+		ui.err.Println("agentd:", note)
 	}
 	if _, err := sess.Prompt(prompt); err != nil {
-		fmt.Fprintln(os.Stderr, "agentd:", err)
+		ui.err.Println("agentd:", err)
 		return 1
 	}
 	sigs := make(chan os.Signal, 2)
@@ -116,14 +117,14 @@ func runCmd(args []string) int {
 		case end = <-ends:
 			done = true
 		case <-sigs:
-			fmt.Fprintln(os.Stderr, "\nagentd: cancelling the turn (press Ctrl-C again to quit at once)")
+			ui.err.Println("\nagentd: cancelling the turn (press Ctrl-C again to quit at once)")
 			sess.Cancel()
 			go func() { <-sigs; os.Exit(130) }()
 		}
 	}
 	ui.changeSummary(h, end.TurnID)
-	fmt.Fprintf(os.Stderr, "\nagentd: session %s (continue it with: agentd run --resume %s \"…\")\n", h.ID(), h.ID())
-	return exitCode(os.Stderr, end, &tally)
+	ui.err.Printf("\nagentd: session %s (continue it with: agentd run --resume %s \"…\")\n", h.ID(), h.ID())
+	return exitCode(ui.err, end, &tally)
 }
 
 // changeSummary prints, on stderr, the files the turn changed with their added and removed lines
@@ -146,39 +147,39 @@ func (t *terminal) changeSummary(h *harness.Harness, turnID string) {
 	if len(files) == 1 {
 		noun = "file"
 	}
-	fmt.Fprintf(t.err, "\nagentd: changed %d %s:\n", len(files), noun)
+	t.err.Printf("\nagentd: changed %d %s:\n", len(files), noun)
 	for _, f := range files {
 		add, del := f.Diff.Stats()
-		line := fmt.Sprintf("  %s  %s %s", f.Rel, t.paint("32", fmt.Sprintf("+%d", add)), t.paint("31", fmt.Sprintf("−%d", del)))
+		note := ""
 		switch {
 		case f.ChangedSince:
-			line += "  (changed since)"
+			note = "  (changed since)"
 		case f.Status != "modified":
-			line += "  (" + f.Status + ")"
+			note = "  (" + f.Status + ")"
 		}
-		fmt.Fprintln(t.err, line)
+		t.err.Printf("  %s  %s %s%s\n", termtext.Line(f.Rel), t.err.Paint("32", fmt.Sprintf("+%d", add)), t.err.Paint("31", fmt.Sprintf("−%d", del)), note)
 	}
-	fmt.Fprintf(t.err, "  undo them: agentd revert --session %s --turn %s\n", h.ID(), turnID)
+	t.err.Printf("  undo them: agentd revert --session %s --turn %s\n", h.ID(), turnID)
 }
 
 // exitCode reports how the turn ended and returns the exit code (see the exit* constants). Every
 // call that was not run as asked is listed in full, with what would allow it.
-func exitCode(w io.Writer, end agent.TurnEnd, t *refusals) int {
+func exitCode(w *termtext.Writer, end agent.TurnEnd, t *refusals) int {
 	switch end.Reason {
 	case "cancelled":
 		return exitCancelled
 	case "error":
-		fmt.Fprintln(w, "agentd:", describeErr(end.Err))
+		w.Println("agentd:", describeErr(end.Err))
 		return exitError
 	}
 	if len(t.unapproved) > 0 || end.Reason == "blocked" {
-		fmt.Fprintf(w, "agentd: the turn stopped: %s not run because %s an approval and there is no terminal to ask in:\n",
+		w.Printf("agentd: the turn stopped: %s not run because %s an approval and there is no terminal to ask in:\n",
 			plural(len(t.unapproved), "call was", "calls were"), pick(len(t.unapproved), "it needs", "they need"))
 		t.list(w, t.unapproved)
 		return exitNoApprove
 	}
 	if len(t.refused) > 0 {
-		fmt.Fprintf(w, "agentd: not everything asked was done: %s refused:\n", plural(len(t.refused), "call was", "calls were"))
+		w.Printf("agentd: not everything asked was done: %s refused:\n", plural(len(t.refused), "call was", "calls were"))
 		t.list(w, t.refused)
 	}
 	switch end.Reason {
@@ -188,7 +189,7 @@ func exitCode(w io.Writer, end agent.TurnEnd, t *refusals) int {
 		}
 		return exitOK
 	default:
-		fmt.Fprintln(w, "agentd: the turn stopped:", end.Reason)
+		w.Println("agentd: the turn stopped:", end.Reason)
 		return exitLimit
 	}
 }
@@ -218,11 +219,11 @@ func (r *refusals) observe(e agent.Event) {
 }
 
 // list prints each call and its whole result text: the reason, and what would allow it.
-func (r *refusals) list(w io.Writer, ends []agent.ToolEnd) {
+func (r *refusals) list(w *termtext.Writer, ends []agent.ToolEnd) {
 	for _, e := range ends {
-		fmt.Fprintf(w, "  %s %s\n", e.Tool, shorten(r.args[e.CallID], 200))
+		w.Printf("  %s %s\n", termtext.Line(e.Tool), shorten(r.args[e.CallID], 200))
 		for _, line := range strings.Split(strings.TrimRight(e.Result.Text(), "\n"), "\n") {
-			fmt.Fprintf(w, "    %s\n", line)
+			w.Printf("    %s\n", termtext.Line(line))
 		}
 	}
 }
@@ -250,19 +251,13 @@ func describeErr(err error) string {
 	return err.Error()
 }
 
-// terminal renders a session's events.
+// terminal renders a session's events. Everything goes through termtext: what the model
+// controls (its reply, commands, diffs, paths, tool results) reaches the terminal with its
+// control characters shown, never raw.
 type terminal struct {
-	out, err io.Writer
-	color    bool
+	out, err *termtext.Writer
 	midLine  bool // the answer's last text did not end a line
 	thinking bool
-}
-
-func (t *terminal) paint(code, s string) string {
-	if !t.color {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
 func (t *terminal) event(e agent.Event) {
@@ -270,32 +265,32 @@ func (t *terminal) event(e agent.Event) {
 	case agent.MessageDelta:
 		if e.Thinking != "" {
 			if !t.thinking {
-				fmt.Fprint(t.err, t.paint("2", "thinking: "))
+				t.err.Print(t.err.Paint("2", "thinking: "))
 				t.thinking = true
 			}
-			fmt.Fprint(t.err, t.paint("2", e.Thinking))
+			t.err.Print(t.err.Paint("2", e.Thinking))
 		}
 		if e.Text != "" {
 			if t.thinking {
-				fmt.Fprintln(t.err)
+				t.err.Println()
 				t.thinking = false
 			}
-			fmt.Fprint(t.out, e.Text)
+			t.out.Stream(e.Text)
 			t.midLine = !strings.HasSuffix(e.Text, "\n")
 		}
 	case agent.MessageEnd:
 		t.endLine()
 	case agent.ToolStart:
 		t.endLine()
-		fmt.Fprintf(t.err, "%s %s %s\n", t.paint("36", "→"), e.Tool, t.paint("2", shorten(string(e.Args), 100)))
+		t.err.Printf("%s %s %s\n", t.err.Paint("36", "→"), termtext.Line(e.Tool), t.err.Paint("2", shorten(string(e.Args), 100)))
 	case agent.ToolEnd:
 		mark, code := "✓", "32"
 		if e.Result.IsError {
 			mark, code = "✗ "+string(e.Result.Type), "31"
 		}
-		fmt.Fprintf(t.err, "%s %s %s\n", t.paint(code, mark), e.Tool, t.paint("2", shorten(firstLine(e.Result.Text()), 100)))
+		t.err.Printf("%s %s %s\n", t.err.Paint(code, mark), termtext.Line(e.Tool), t.err.Paint("2", shorten(firstLine(e.Result.Text()), 100)))
 	case agent.Compacted:
-		fmt.Fprintf(t.err, "%s\n", t.paint("2", fmt.Sprintf("(history compacted: ~%d → ~%d tokens)", e.Before, e.After)))
+		t.err.Printf("%s\n", t.err.Paint("2", fmt.Sprintf("(history compacted: ~%d → ~%d tokens)", e.Before, e.After)))
 	case agent.TurnEnd:
 		t.endLine()
 	}
@@ -303,18 +298,23 @@ func (t *terminal) event(e agent.Event) {
 
 func (t *terminal) endLine() {
 	if t.thinking {
-		fmt.Fprintln(t.err)
+		t.err.Println()
 		t.thinking = false
 	}
 	if t.midLine {
-		fmt.Fprintln(t.out)
+		t.out.Println()
 		t.midLine = false
 	}
 }
 
+// shorten puts s on one line (runs of white space become one space, control characters are
+// shown escaped) and cuts it to about n bytes, on a character boundary.
 func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = termtext.Line(strings.Join(strings.Fields(s), " "))
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
 		return s[:n] + "…"
 	}
 	return s
@@ -337,23 +337,25 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 	t := a.t
 	t.endLine()
 	w := t.err
-	fmt.Fprintf(w, "\n%s %s\n", t.paint("1;33", "approval needed:"), q.Verdict.Reason)
+	w.Printf("\n%s %s\n", w.Paint("1;33", "approval needed:"), termtext.Line(q.Verdict.Reason))
 	var options string
 	var sessionGrant *policy.Grant
 	switch q.Kind {
 	case "edit":
-		for _, line := range strings.SplitAfter(q.Call.Preview.Diff.Unified(3), "\n") {
+		d := *q.Call.Preview.Diff
+		d.Path = termtext.Line(d.Path) // a name with a line break must not make lines of its own
+		for _, line := range strings.SplitAfter(d.Unified(3), "\n") {
 			switch {
 			case strings.HasPrefix(line, "+++") || strings.HasPrefix(line, "---"):
-				fmt.Fprint(w, t.paint("1", line))
+				w.Print(w.Paint("1", line))
 			case strings.HasPrefix(line, "+"):
-				fmt.Fprint(w, t.paint("32", line))
+				w.Print(w.Paint("32", line))
 			case strings.HasPrefix(line, "-"):
-				fmt.Fprint(w, t.paint("31", line))
+				w.Print(w.Paint("31", line))
 			case strings.HasPrefix(line, "@@"):
-				fmt.Fprint(w, t.paint("36", line))
+				w.Print(w.Paint("36", line))
 			default:
-				fmt.Fprint(w, line)
+				w.Print(line)
 			}
 		}
 		options = "[y] apply  [n] reject (with a reason)  [q] cancel the turn"
@@ -367,28 +369,32 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 		}
 	case "command":
 		c := q.Call.Preview.Command
-		cmd := c.Argv[len(c.Argv)-1]
-		fmt.Fprintf(w, "  %s %s\n  in %s; sandbox: %s; timeout %ds\n", t.paint("1", "$"), cmd, c.Cwd, c.Sandbox, c.TimeoutMS/1000)
+		lines := commandLines(c.Argv[len(c.Argv)-1])
+		w.Printf("  %s %s\n", w.Paint("1", "$"), lines[0])
+		for _, l := range lines[1:] {
+			w.Printf("  %s %s\n", w.Paint("2", "│"), l)
+		}
+		w.Printf("  in %s; sandbox: %s; timeout %ds\n", termtext.Line(c.Cwd), termtext.Line(c.Sandbox), c.TimeoutMS/1000)
 		options = "[y] run  [n] reject (with a reason)  [q] cancel the turn"
 		if len(q.Grants) > 0 {
 			g := q.Grants[0]
 			sessionGrant = &g
-			options = fmt.Sprintf("[y] run  [a] allow %s for this session  [n] reject (with a reason)  [q] cancel the turn", g)
+			options = fmt.Sprintf("[y] run  [a] allow %s for this session  [n] reject (with a reason)  [q] cancel the turn", termtext.Line(g.String()))
 		}
 	default:
-		fmt.Fprintf(w, "  %s\n", q.Call.Label)
+		w.Printf("  %s\n", termtext.Line(q.Call.Label))
 		options = "[y] allow  [n] reject (with a reason)  [q] cancel the turn"
 		for _, g := range q.Grants {
 			if g.Scope == policy.ScopeTool { // e.g. an MCP tool: allow that tool for the session
 				g := g
 				sessionGrant = &g
-				options = fmt.Sprintf("[y] allow  [a] allow %s for this session  [n] reject (with a reason)  [q] cancel the turn", g)
+				options = fmt.Sprintf("[y] allow  [a] allow %s for this session  [n] reject (with a reason)  [q] cancel the turn", termtext.Line(g.String()))
 				break
 			}
 		}
 	}
 	for {
-		fmt.Fprintf(w, "%s ", options)
+		w.Printf("%s ", options)
 		line, err := a.readLine(ctx)
 		if err != nil {
 			return harness.Answer{}, err
@@ -401,7 +407,7 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 				return harness.Answer{Decision: harness.AnswerAcceptForSession, Grant: sessionGrant}, nil
 			}
 		case "n", "no":
-			fmt.Fprint(w, "reason (optional, the model reads it): ")
+			w.Print("reason (optional, the model reads it): ")
 			reason, err := a.readLine(ctx)
 			if err != nil {
 				return harness.Answer{}, err
@@ -411,6 +417,34 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 			return harness.Answer{Decision: harness.AnswerCancelTurn}, nil
 		}
 	}
+}
+
+// commandLines splits a command into the lines shown for it: a line of several lines is shown
+// with a bar before each line after the first, so that none of them looks like agentd's own, and
+// a run of blank lines (which could push the start of the command out of sight) is one line
+// saying how many there are.
+func commandLines(cmd string) []string {
+	var out []string
+	blank := 0
+	flush := func() {
+		switch {
+		case blank == 1:
+			out = append(out, "")
+		case blank > 1:
+			out = append(out, fmt.Sprintf("(%d blank lines)", blank))
+		}
+		blank = 0
+	}
+	for i, l := range strings.Split(cmd, "\n") {
+		if i > 0 && strings.TrimSpace(l) == "" {
+			blank++
+			continue
+		}
+		flush()
+		out = append(out, termtext.Escape(l))
+	}
+	flush()
+	return out
 }
 
 // readLine reads a line from the terminal, or returns when ctx ends.

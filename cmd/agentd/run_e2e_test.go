@@ -110,8 +110,14 @@ type answer struct{ prompt, reply string }
 // printed and its exit code.
 func (e *runEnv) runPTY(answers []answer, args ...string) (string, int) {
 	e.t.Helper()
+	return e.runPTYEnv(e.env(), answers, args...)
+}
+
+// runPTYEnv is runPTY with the environment env.
+func (e *runEnv) runPTYEnv(env []string, answers []answer, args ...string) (string, int) {
+	e.t.Helper()
 	cmd := exec.Command(agentdBin, args...)
-	cmd.Dir, cmd.Env = e.ws, e.env()
+	cmd.Dir, cmd.Env = e.ws, env
 	f, err := pty.Start(cmd)
 	if err != nil {
 		e.t.Fatal(err)
