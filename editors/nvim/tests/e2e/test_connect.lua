@@ -64,12 +64,7 @@ H.test("a review answered in a second Neovim disappears from this one", function
   local sid = require("agentd.session").current.sessionId
   local review = require("agentd.review")
   H.agent("say hello")
-  local ok = pcall(H.wait, function()
-    return #review.marks(buf) > 0
-  end, 20000)
-  if not ok then
-    error("no review; chat:\n" .. table.concat(require("agentd.chat").lines(), "\n") .. "\nmodel:\n" .. H.fake_transcript())
-  end
+  H.wait_review(buf)
   -- the second editor: attaches to the session and accepts the pending review
   local out, code = {}, nil
   local job = vim.fn.jobstart({ nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n",

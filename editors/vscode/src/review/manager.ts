@@ -29,6 +29,7 @@ import { applyTextEdits } from "./apply";
 import { commandLine, relativeTo, sandboxLabel } from "./format";
 import { mcpTitle, prettyArgs, toastArgs } from "../mcpFormat";
 import { anchorsOf, applyHunkStates, decisionFor, hunkAt, hunkStatesFor, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
+import { visible } from "../visible";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
 /** The left side of the review's diff: the buffer's text when the diff opened, read-only, undecorated. */
@@ -1004,19 +1005,21 @@ export class ReviewManager implements vscode.Disposable {
 		const cmd = p.command;
 		const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
 		const mcp = p.mcp;
-		const message =
+		// Shown to the user: the model's text with its control characters visible (src/visible.ts).
+		const message = visible(
 			p.kind === "command" && cmd
 				? `agentd wants to run: ${commandLine(cmd.argv)} — in ${where(relativeTo(folder, cmd.cwd))}, ${sandboxLabel(cmd.sandbox, cmd.network)}. ${p.why}`
 				: mcp
 					? `agentd wants to call ${mcpTitle(mcp)} (MCP server ${mcp.server}, tool ${mcp.tool}) — ${toastArgs(mcp.arguments)}. ${p.why}`
-					: `agentd wants to use ${p.tool}: ${p.label}. ${p.why}`;
-		const detail = cmd
+					: `agentd wants to use ${p.tool}: ${p.label}. ${p.why}`,
+		);
+		const detail = visible(cmd
 			? [`Command: ${cmd.argv.join(" ")}`, `Directory: ${cmd.cwd}`, `Sandbox: ${cmd.sandbox || "none"}`, `Network: ${cmd.network ? "on" : "off"}`, cmd.timeoutMs ? `Timeout: ${Math.round(cmd.timeoutMs / 1000)} s` : "", `Why: ${p.why}`]
 					.filter(Boolean)
 					.join("\n")
 			: mcp
 				? `MCP server: ${mcp.server}\nTool: ${mcp.tool}\nArguments (exactly as sent):\n${prettyArgs(mcp.arguments)}\nWhy: ${p.why}`
-				: p.why;
+				: p.why);
 		const run = p.kind === "command" ? "Run once" : "Allow once";
 		const sessionLabel = p.scopes?.length === 1 ? `Allow: ${p.scopes[0].label || scopeLabel(p.scopes[0])}` : p.scopes?.length ? "Allow for session…" : undefined;
 		if (modal) {
@@ -1040,8 +1043,9 @@ export class ReviewManager implements vscode.Disposable {
 			`[Reject…](command:agentd.review.rejectWithReason?${arg})`,
 		];
 		// The actions first: a collapsed notification shows one line.
-		const title =
-			p.kind === "command" && cmd ? `agentd wants to run: ${commandLine(cmd.argv)}` : mcp ? `agentd wants to call ${mcpTitle(mcp)}` : `agentd wants to use ${p.tool}: ${p.label}`;
+		const title = visible(
+			p.kind === "command" && cmd ? `agentd wants to run: ${commandLine(cmd.argv)}` : mcp ? `agentd wants to call ${mcpTitle(mcp)}` : `agentd wants to use ${p.tool}: ${p.label}`,
+		);
 		const rest = message.slice(title.length).replace(/^[\s—.]+/, "");
 		void vscode.window.withProgress(
 			{ location: vscode.ProgressLocation.Notification, title: title.replace(/[[\]]/g, ""), cancellable: false },
@@ -1148,7 +1152,7 @@ export class ReviewManager implements vscode.Disposable {
 				const p = e.params;
 				if (!node.hunkId) {
 					const file = p.file;
-					const item = new vscode.TreeItem(file ? file.path : p.command ? commandLine(p.command.argv) : p.label, file && file.hunks.length > 1 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+					const item = new vscode.TreeItem(visible(file ? file.path : p.command ? commandLine(p.command.argv) : p.label), file && file.hunks.length > 1 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
 					item.id = p.reviewId;
 					item.description = file ? `${this.pendingCount(e)}/${file.hunks.length} hunks pending` : p.kind;
 					item.tooltip = `${p.label}\n${p.why}`;

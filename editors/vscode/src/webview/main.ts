@@ -12,7 +12,7 @@ import type { AssistantItem, ChatChange, ChatItem, ToolItem } from "../chat/mode
 import type { SessionViewState } from "../session";
 import { commandLine, sandboxLabel } from "../review/format";
 import { imagePlaceholder, mcpTitle, prettyArgs } from "../mcpFormat";
-import { escapeHtml, inline, renderMarkdown, stablePrefix } from "./markdown";
+import { escapeHtml, inline, renderMarkdown, stablePrefix, visible } from "./markdown";
 import type { FromWebview, ToWebview } from "./messages";
 import { activeMention, insertMention, type MentionItem } from "../mentions";
 
@@ -321,7 +321,7 @@ function fill(r: Rec): void {
 				`<details class="thinking"${it.thinking ? "" : " hidden"}><summary>Thinking</summary><div class="thinking-body"></div></details>` +
 				`<div class="md"><div class="stable"></div><div class="tail"></div></div>`;
 			r.thinkingEl = el.querySelector(".thinking-body") as HTMLElement;
-			r.thinkingEl.textContent = it.thinking;
+			r.thinkingEl.textContent = visible(it.thinking);
 			const md: MdView = {
 				stable: el.querySelector(".stable") as HTMLElement,
 				tail: el.querySelector(".tail") as HTMLElement,
@@ -380,7 +380,7 @@ function setThinking(r: Rec, a: AssistantItem): void {
 	if (!r.thinkingEl) return;
 	const det = r.thinkingEl.parentElement as HTMLElement;
 	det.hidden = !a.thinking;
-	if (r.thinkingEl.textContent !== a.thinking) r.thinkingEl.textContent = a.thinking;
+	if (r.thinkingEl.textContent !== visible(a.thinking)) r.thinkingEl.textContent = visible(a.thinking);
 	r.pendingThinking = undefined;
 }
 
@@ -415,7 +415,7 @@ function flushRec(r: Rec): void {
 		}
 		if (r.pendingThinking && r.thinkingEl) {
 			(r.thinkingEl.parentElement as HTMLElement).hidden = false;
-			r.thinkingEl.appendChild(document.createTextNode(r.pendingThinking));
+			r.thinkingEl.appendChild(document.createTextNode(visible(r.pendingThinking)));
 			r.pendingThinking = undefined;
 		}
 	} else if (it.kind === "tool" && r.pendingOutput) {
@@ -507,7 +507,7 @@ function renderTool(r: Rec, t: ToolItem): void {
 	el.innerHTML = h;
 	if (showOutput) {
 		r.outputEl = el.querySelector(".output") as HTMLElement;
-		r.outputEl.textContent = t.output;
+		r.outputEl.textContent = visible(t.output);
 	}
 }
 
@@ -517,7 +517,7 @@ function appendOutput(r: Rec, text: string): void {
 		fill(r);
 		return;
 	}
-	r.outputEl.appendChild(document.createTextNode(text));
+	r.outputEl.appendChild(document.createTextNode(visible(text)));
 	if ((r.outputEl.textContent?.length ?? 0) > MAX_OUTPUT_CHARS) {
 		const s = r.outputEl.textContent!;
 		r.outputEl.textContent = "…" + s.slice(s.length - MAX_OUTPUT_CHARS);
@@ -547,9 +547,9 @@ function fmtMs(ms: number): string {
 
 function renderState(s: SessionViewState): void {
 	state = s;
-	$("session-title").textContent = s.session?.title ?? "New session";
+	$("session-title").textContent = visible(s.session?.title ?? "New session");
 	$("session").title = s.session ? `Session ${s.session.id} — click to switch` : "Sessions: resume or start one";
-	$("model").textContent = `${s.model || "model"} ▾`;
+	$("model").textContent = `${visible(s.model || "model")} ▾`;
 	$("mode").textContent = `${s.approvalMode} ▾`;
 	const conn = $("conn");
 	let banner = "";

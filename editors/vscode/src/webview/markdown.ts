@@ -13,9 +13,20 @@
 //
 // No dependency on the DOM: the unit tests run it in node.
 
+import { visible } from "../visible";
+
+export { visible };
+
 const ESC: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
+/** Text for HTML: control characters made visible, then HTML-escaped. */
 export function escapeHtml(s: string): string {
+	return html(visible(s));
+}
+
+// html escapes the HTML characters only: the renderer's text is made visible on the way in (its
+// \u0000 placeholders are its own).
+function html(s: string): string {
 	return s.replace(/[&<>"']/g, (c) => ESC[c]);
 }
 
@@ -27,7 +38,7 @@ const QUOTE = /^ {0,3}> ?(.*)$/;
 const TABLE_SEP = /^ {0,3}\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?\|?[ \t]*$/;
 
 export function renderMarkdown(src: string): string {
-	return renderBlocks(src.replace(/\r\n?/g, "\n").split("\n"));
+	return renderBlocks(visible(src).replace(/\r\n?/g, "\n").split("\n"));
 }
 
 function renderBlocks(lines: string[]): string {
@@ -105,11 +116,11 @@ function renderBlocks(lines: string[]): string {
 }
 
 function codeBlock(code: string, lang: string, open: boolean): string {
-	const label = lang ? `<span class="lang">${escapeHtml(lang)}</span>` : "<span class=\"lang\"></span>";
+	const label = lang ? `<span class="lang">${html(lang)}</span>` : "<span class=\"lang\"></span>";
 	return (
 		`<div class="code${open ? " open" : ""}"><div class="code-head">${label}` +
 		`<button class="copy" data-action="copy" title="Copy">Copy</button></div>` +
-		`<pre><code${lang ? ` data-lang="${escapeHtml(lang)}"` : ""}>${escapeHtml(code)}</code></pre></div>`
+		`<pre><code${lang ? ` data-lang="${html(lang)}"` : ""}>${html(code)}</code></pre></div>`
 	);
 }
 
@@ -230,6 +241,7 @@ export function safeHref(url: string): string | undefined {
 
 /** Inline Markdown of one line (or a joined paragraph line). */
 export function inline(src: string): string {
+	src = visible(src);
 	// Code spans first: their content is literal.
 	const parts: string[] = [];
 	let i = 0;
@@ -249,7 +261,7 @@ export function inline(src: string): string {
 			if (end > 0 && src[end + n] !== "`") {
 				let code = src.slice(i + n, end);
 				if (/^ .* $/.test(code) && code.trim()) code = code.slice(1, -1);
-				parts.push(`<code>${escapeHtml(code)}</code>`);
+				parts.push(`<code>${html(code)}</code>`);
 				text += `\u0000C${parts.length - 1}\u0000`;
 				i = end + n;
 				continue;
@@ -261,14 +273,14 @@ export function inline(src: string): string {
 		text += c;
 		i++;
 	}
-	let h = escapeHtml(text);
+	let h = html(text);
 	// Images: alt text only.
 	h = h.replace(/!\[([^\]]*)\]\(([^()\s]*)\)/g, (_m, alt: string) => `<span class="img-alt">[image${alt ? ": " + alt : ""}]</span>`);
 	// Links [text](url "title").
 	h = h.replace(/\[([^\]]+)\]\(([^()\s]+)(?:\s+&quot;[^"]*?&quot;)?\)/g, (m, label: string, url: string) => {
 		const href = safeHref(unescapeHtml(restore(url, parts)));
 		if (!href) return label;
-		return `<a href="#" data-href="${escapeHtml(href)}" title="${escapeHtml(href)}">${label}</a>`;
+		return `<a href="#" data-href="${html(href)}" title="${html(href)}">${label}</a>`;
 	});
 	// Autolinks <https://…> and bare URLs.
 	h = h.replace(/&lt;(https?:\/\/[^\s&]+)&gt;/g, (_m, url: string) => link(url));
@@ -283,11 +295,11 @@ export function inline(src: string): string {
 
 function link(url: string): string {
 	const raw = unescapeHtml(url);
-	return `<a href="#" data-href="${escapeHtml(raw)}" title="${escapeHtml(raw)}">${url}</a>`;
+	return `<a href="#" data-href="${html(raw)}" title="${html(raw)}">${url}</a>`;
 }
 
 function restore(h: string, parts: string[]): string {
-	return h.replace(/\u0000([CE])(\d+)\u0000/g, (_m, k: string, n: string) => (k === "C" ? parts[Number(n)] : escapeHtml(String.fromCharCode(Number(n)))));
+	return h.replace(/\u0000([CE])(\d+)\u0000/g, (_m, k: string, n: string) => (k === "C" ? parts[Number(n)] : html(String.fromCharCode(Number(n)))));
 }
 
 function unescapeHtml(s: string): string {

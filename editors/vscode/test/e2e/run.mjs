@@ -41,6 +41,7 @@ import { mcpScenario } from "./mcp.mjs";
 import { hunkReasonScenario } from "./hunkreason.mjs";
 import { twoWindowsScenario } from "./windows.mjs";
 import { cardKeysScenario } from "./cardkeys.mjs";
+import { escapesScenario } from "./escapes.mjs";
 import { vsixScenario } from "./vsix.mjs";
 
 const require = createRequire(import.meta.url);
@@ -1812,6 +1813,7 @@ async function main() {
 				// last log lines ("Channel has been closed").
 				{ expect: [/Channel has been closed/] }],
 			["cardKeys", (c) => cardKeysScenario(c, { script: scripts.command, OUT_DIR, themedShots, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
+			["escapes", (c) => escapesScenario(c, { models, OUT_DIR, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
 		}
