@@ -63,8 +63,10 @@ type Options struct {
 	SandboxLimits sandbox.Limits
 	// SandboxFeatures replaces the probe of this machine (tests).
 	SandboxFeatures *sandbox.Features
-	// BuildCache is the Go build cache sandboxed commands use ("" : $XDG_CACHE_HOME/agentd/go-build).
-	// It is agentd's own, never the user's: a command must not plant objects the user's builds use.
+	// BuildCache is agentd's Go build cache directory ("" : $XDG_CACHE_HOME/agentd/go-build),
+	// which holds one writable layer per workspace for sandboxed commands (tools/gocache.Layer).
+	// It is agentd's own, never the user's: a command must not plant objects the user's builds
+	// use, nor objects another workspace's builds use.
 	BuildCache string
 }
 
@@ -404,17 +406,19 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if err := os.MkdirAll(h.tmpDir, 0o700); err != nil {
 		return err
 	}
-	// Commands get agentd's own Go build cache: shared by sessions so builds stay warm, but
-	// separate from the user's, so a command cannot plant objects the user's own builds would use.
-	gocache := rt.opts.BuildCache
-	if gocache == "" {
+	// Commands get agentd's own Go build cache, separate from the user's (a command cannot plant
+	// objects the user's own builds would use), one per workspace (nor objects another
+	// workspace's builds would use), shared by the workspace's sessions so builds stay warm.
+	cacheDir := rt.opts.BuildCache
+	if cacheDir == "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {
 			cache = filepath.Join(rt.store.Dir(), "cache")
 		}
-		gocache = filepath.Join(cache, "agentd", "go-build")
+		cacheDir = filepath.Join(cache, "agentd", "go-build")
 	}
-	if err := os.MkdirAll(gocache, 0o700); err != nil {
+	gocache, err := buildcache.OpenLayer(cacheDir, h.ws.root, time.Now())
+	if err != nil {
 		return err
 	}
 	// Layered over the user's own cache, read-only (tools/gocache): the first build of a session

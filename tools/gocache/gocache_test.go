@@ -257,3 +257,41 @@ func TestSandboxEnv(t *testing.T) {
 		}
 	}
 }
+
+// Each workspace has its own layer; a session sweeps the layers unused for five days and what the
+// shared layer of earlier versions left.
+func TestOpenLayer(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	a, err := OpenLayer(dir, "/home/u/src/shop", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := OpenLayer(dir, "/home/u/work/shop", now)
+	c, _ := OpenLayer(dir, "/home/u/old", now.Add(-trimLimit-2*mtimeInterval))
+	if a == b || filepath.Dir(a) != filepath.Dir(b) || !strings.HasPrefix(filepath.Base(a), "shop-") {
+		t.Fatalf("layers %s and %s", a, b)
+	}
+	if again, _ := OpenLayer(dir, "/home/u/src/shop/", now); again != a {
+		t.Errorf("the same workspace got another layer: %s, %s", again, a)
+	}
+	if _, err := os.Stat(c); !os.IsNotExist(err) {
+		t.Errorf("the layer unused for five days was kept: %v", err)
+	}
+	for _, l := range []string{a, b} {
+		if st, err := os.Stat(l); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("layer %s: %v", l, err)
+		}
+	}
+	// The shared layer of earlier versions: its object directories and stamp go, the rest stays.
+	for _, n := range []string{"0a/x-d", "ff/y-a", "trim.txt", "keep/z"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755)
+		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644)
+	}
+	OpenLayer(dir, "/home/u/src/shop", now)
+	for n, want := range map[string]bool{"0a": false, "ff": false, "trim.txt": false, "keep/z": true, "ws": true} {
+		if _, err := os.Stat(filepath.Join(dir, n)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", n, err == nil, want)
+		}
+	}
+}

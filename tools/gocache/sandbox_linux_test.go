@@ -427,28 +427,66 @@ func testCannotWrite(t *testing.T, mode sandbox.Mode) {
 }
 
 // BenchmarkFirstSandboxedGoTest compares, side by side, the user's warm `go test -count=1 ./...`
-// of a small module with the first sandboxed one of a fresh session (agentd's cache empty).
+// of a small module with the first sandboxed one in a workspace (agentd's cache empty), and with
+// the first sandboxed one in a second workspace holding the same module right after: with its own
+// layer (empty: what the layer per workspace costs), and, for reference, with the first
+// workspace's layer (the layer shared by every workspace before issue 23). The layers are the
+// harness's (OpenLayer) in one agentd cache directory.
 func BenchmarkFirstSandboxedGoTest(b *testing.B) {
 	user := userCache(b)
-	var userT, sandboxT time.Duration
+	var userT, firstT, secondT, sharedT time.Duration
 	for i := 0; i < b.N; i++ {
-		e := newEnv(b, user, sandbox.ModeAuto)
-		if e.note != "" {
-			b.Fatalf("no layered cache: %s", e.note)
+		dir := b.TempDir()
+		var envs []*env
+		for k := range 3 {
+			e := newEnv(b, user, sandbox.ModeAuto)
+			layer, err := gocache.OpenLayer(dir, e.ws, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if k == 2 {
+				layer = envs[0].own // shared with the first workspace, as before
+			}
+			e.useLayer(b, layer)
+			writeModule(b, e.ws)
+			userGo(b, e.ws, "test", "./...") // the user has built and tested the module before
+			envs = append(envs, e)
 		}
-		writeModule(b, e.ws)
-		userGo(b, e.ws, "test", "./...") // the user has built and tested the module before
-		_, d := userGo(b, e.ws, "test", "-count=1", "./...")
+		_, d := userGo(b, envs[0].ws, "test", "-count=1", "./...")
 		userT += d
-		start := time.Now()
-		out, err := e.run(b, e.ws, "go", "test", "-count=1", "./...")
-		sandboxT += time.Since(start)
-		if err != nil {
-			b.Fatalf("sandboxed go test: %v\n%s", err, tail(out))
+		for k, e := range envs {
+			start := time.Now()
+			out, err := e.run(b, e.ws, "go", "test", "-count=1", "./...")
+			switch k {
+			case 0:
+				firstT += time.Since(start)
+			case 1:
+				secondT += time.Since(start)
+			case 2:
+				sharedT += time.Since(start)
+			}
+			if err != nil {
+				b.Fatalf("sandboxed go test: %v\n%s", err, tail(out))
+			}
 		}
 	}
 	n := float64(b.N)
 	b.ReportMetric(userT.Seconds()/n, "user-s/op")
-	b.ReportMetric(sandboxT.Seconds()/n, "sandbox-s/op")
-	b.ReportMetric(sandboxT.Seconds()/userT.Seconds(), "ratio")
+	b.ReportMetric(firstT.Seconds()/n, "sandbox-s/op")
+	b.ReportMetric(secondT.Seconds()/n, "second-ws-s/op")
+	b.ReportMetric(firstT.Seconds()/userT.Seconds(), "ratio")
+	b.ReportMetric(sharedT.Seconds()/n, "shared-second-s/op")
+	b.ReportMetric(secondT.Seconds()/userT.Seconds(), "ratio-second")
+	b.ReportMetric(sharedT.Seconds()/userT.Seconds(), "ratio-shared-second")
+}
+
+// useLayer makes layer agentd's writable cache of e, as the harness does.
+func (e *env) useLayer(t testing.TB, layer string) {
+	t.Helper()
+	e.own = layer
+	cacheEnv, note := gocache.SandboxEnv(e.sb.HelperPath(), layer, e.user, []string{e.ws, e.tmp})
+	if note != "" {
+		t.Fatalf("no layered cache: %s", note)
+	}
+	e.policy.WritableDirs, e.policy.SetEnv = []string{layer}, cacheEnv
 }
