@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentd/agentd/tools"
@@ -66,10 +67,11 @@ func (t *globTool) Execute(ctx context.Context, call *tools.Call) (tools.Output,
 	if err != nil {
 		return tools.Output{}, searchErr(ctx, err)
 	}
-	// Names are not secrets, contents may be: say which listed files reading would ask about.
+	// Names are not secrets, contents may be: say which listed files reading would ask about
+	// (sensitive names, hard links).
 	var secret []string
 	for _, f := range res.Files {
-		if sensitiveFile(f.Path) {
+		if sensitiveFile(f.Path) || t.permission(filepath.Join(p.Root(), filepath.FromSlash(f.Path)), tools.AccessRead).Sensitive {
 			secret = append(secret, f.Path)
 		}
 	}

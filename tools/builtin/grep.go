@@ -3,6 +3,8 @@ package builtin
 import (
 	"context"
 	_ "embed"
+	"path"
+	"path/filepath"
 
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/fsafe"
@@ -105,10 +107,11 @@ func (t *grepTool) Execute(ctx context.Context, call *tools.Call) (tools.Output,
 	if p.Rel() != "." {
 		opts.Paths = []string{p.Rel()}
 	}
-	// Files that may hold secrets are searched only when named as the path, which the policy
-	// treats like a read of them (it asks); otherwise they are skipped and counted.
+	// Files that may hold secrets — by their name, or as hard links whose content is also
+	// another file's — are searched only when named as the path, which the policy treats like
+	// a read of them (it asks); otherwise they are skipped and counted.
 	if !p.Permission(tools.AccessRead).Sensitive {
-		opts.Withhold = sensitiveFile
+		opts.Withhold, opts.WithholdLinked = t.withhold(p.Root()), true
 	}
 	if a.Glob != "" {
 		opts.Include = []string{a.Glob}
@@ -146,4 +149,18 @@ func (t *grepTool) Execute(ctx context.Context, call *tools.Call) (tools.Output,
 func sensitiveFile(rel string) bool {
 	_, sensitive, _ := fsafe.Classify(rel)
 	return sensitive
+}
+
+// withhold is grep's Withhold under root: sensitive names, and git configurations that hold a
+// credential (only files that can be one are resolved and looked into).
+func (t *grepTool) withhold(root string) func(rel string) bool {
+	return func(rel string) bool {
+		if sensitiveFile(rel) {
+			return true
+		}
+		if !fsafe.GitConfigName(rel) && path.Base(rel) != "config" {
+			return false
+		}
+		return t.permission(filepath.Join(root, filepath.FromSlash(rel)), tools.AccessRead).Sensitive
+	}
 }

@@ -176,9 +176,10 @@ func ProtectedPaths() []string {
 
 // Permission describes an access to p for the harness's policy (tools.PermissionMetadata).
 //
-// A write to a protected path sets Protected; a read of a sensitive path, or of a hard-linked
-// file (whose content may also live outside the workspace), sets Sensitive. Hard links are not
-// flagged for writes: WriteFile replaces the name atomically and leaves other links alone.
+// A write to a protected path sets Protected; a read of a sensitive path, of a hard-linked file
+// (whose content may also live outside the workspace), or of a git configuration that holds a
+// credential (see GitConfigName), sets Sensitive. Hard links are not flagged for writes:
+// WriteFile replaces the name atomically and leaves other links alone.
 func (p Path) Permission(access tools.Access) tools.Permission {
 	perm := tools.Permission{Access: access}
 	if p.root == nil {
@@ -201,6 +202,10 @@ func (p Path) Permission(access tools.Access) tools.Permission {
 		if p.info.HardLinked() {
 			perm.Sensitive = true
 			reasons = append(reasons, "the file has other hard links, which may be outside the workspace")
+		}
+		if p.gitCredentials() {
+			perm.Sensitive = true
+			reasons = append(reasons, "this git configuration holds a credential (a token or password in a URL, or an http header)")
 		}
 		perm.Reason = strings.Join(reasons, "; ")
 	}

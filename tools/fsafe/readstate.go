@@ -332,7 +332,8 @@ type StaleDetails struct {
 // The content is withheld — the error then only says to read the file, which goes through the
 // gate — when the model never read this path in this session (a file created by someone else
 // while a new file waited for approval: its content never passed a read permission) or when the
-// file now has other hard links (its content may be an outside file's, which a read would flag).
+// file now has other hard links (its content may be an outside file's, which a read would flag)
+// or is a git configuration that now holds a credential (a read of it would ask).
 func (rs *ReadState) stale(p Path, cur Stamp, content []byte, what string) error {
 	_, hadRead := rs.Lookup(p)
 	hardLinked := false
@@ -341,11 +342,16 @@ func (rs *ReadState) stale(p Path, cur Stamp, content []byte, what string) error
 			hardLinked = true
 		}
 	}
-	if !hadRead || hardLinked {
+	_, credential := RedactGitCredentials(content)
+	credential = credential && p.gitConfig()
+	if !hadRead || hardLinked || credential {
 		rs.Forget(p)
 		why := "you have not read it"
-		if hardLinked {
+		switch {
+		case hardLinked:
 			why = "it now has other hard links"
+		case credential:
+			why = "it now holds a credential"
 		}
 		return &tools.Error{Type: tools.Stale, Message: fmt.Sprintf(
 			"%s %s. Its content is not shown because %s: read it, then make your change against what you read.", p.rel, what, why),

@@ -46,7 +46,7 @@ func goroot(b *testing.B) string {
 
 // BenchmarkGrepGOROOT compares, in one run, ripgrep itself (rg-cli: same filtering flags,
 // standard output to io.Discard), Grep through ripgrep (agentd-rg) and the Go engine
-// (agentd-go) on $GOROOT/src.
+// (agentd-go) on $GOROOT/src, each also as the grep tool runs it (-tool).
 //
 //	go test -run '^$' -bench GrepGOROOT -benchtime 5x ./tools/search/
 func BenchmarkGrepGOROOT(b *testing.B) {
@@ -75,15 +75,22 @@ func BenchmarkGrepGOROOT(b *testing.B) {
 				}
 			})
 		})
+		// -tool: as the grep tool runs it, withholding sensitive names and hard links (a link
+		// count per file the search visits; with ripgrep, a walk of its own for the count).
 		for _, e := range []struct {
 			name   string
 			engine Engine
-		}{{"agentd-rg", EngineRipgrep}, {"agentd-go", EngineGo}} {
+			tool   bool
+		}{{"agentd-rg", EngineRipgrep, false}, {"agentd-rg-tool", EngineRipgrep, true}, {"agentd-go", EngineGo, false}, {"agentd-go-tool", EngineGo, true}} {
 			b.Run(p.name+"/"+e.name, func(b *testing.B) {
 				var res *GrepResult
 				measure(b, func() {
 					var err error
-					res, err = Grep(context.Background(), GrepOptions{Root: src, Pattern: p.pat, Engine: e.engine})
+					o := GrepOptions{Root: src, Pattern: p.pat, Engine: e.engine}
+					if e.tool {
+						o.Withhold, o.WithholdLinked = sensitive, true
+					}
+					res, err = Grep(context.Background(), o)
 					if err != nil {
 						b.Fatal(err)
 					}

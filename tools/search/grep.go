@@ -104,6 +104,11 @@ type GrepOptions struct {
 	// file the search would have visited is counted, whatever it holds, so the count says
 	// nothing about the content (no match oracle), and it is the same in both engines.
 	Withhold func(rel string) bool
+	// WithholdLinked withholds, the same way, every regular file that has other hard links: its
+	// content is also another file's, which may be a secret (a link to .env) or lie outside Root,
+	// where no name tells. Both engines look at every file the search would visit (a link count
+	// per file, nothing read), so the count does not depend on the pattern either.
+	WithholdLinked bool
 }
 
 // Line is one line of output in content mode.
@@ -153,6 +158,8 @@ type GrepResult struct {
 	// not they match); WithheldSample lists the first few of them by path.
 	Withheld       int      `json:"withheld,omitzero"`
 	WithheldSample []string `json:"withheldSample,omitzero"`
+	// WithheldLinks is how many of the withheld files were withheld for their hard links.
+	WithheldLinks int `json:"withheldLinks,omitzero"`
 }
 
 // withheldSample is how many withheld paths a result names.
@@ -257,7 +264,7 @@ func Grep(ctx context.Context, opts GrepOptions) (*GrepResult, error) {
 			engine = EngineGo
 		} else if err != nil {
 			return nil, err
-		} else if opts.Withhold != nil {
+		} else if opts.Withhold != nil || opts.WithholdLinked {
 			// ripgrep's output names only files with matches: count the withheld files the
 			// walk visits (names only, nothing is read), as the Go engine does.
 			if err := g.walkFiles(ctx, func(int, string, string) {}); err != nil {
@@ -279,7 +286,7 @@ func Grep(ctx context.Context, opts GrepOptions) (*GrepResult, error) {
 	}
 	g.col.finish(res, opts.After)
 	res.Notes = s.notes
-	res.Withheld, res.WithheldSample = g.withheld.result()
+	res.Withheld, res.WithheldSample, res.WithheldLinks = g.withheld.result()
 	return res, nil
 }
 
@@ -326,40 +333,58 @@ type grepRun struct {
 	withheld *withheldSet
 }
 
-// withholds reports whether the file rel must not be searched, and counts it if so.
+// withholds reports whether the file rel must not be searched by its name, and counts it if so.
 func (g *grepRun) withholds(rel string) bool {
 	if g.opts.Withhold == nil || !g.opts.Withhold(rel) {
 		return false
 	}
-	g.withheld.add(rel)
+	g.withheld.add(rel, false)
+	return true
+}
+
+// withholdsLinked reports whether the file at abs (rel) must not be searched for its hard links,
+// and counts it if so.
+func (g *grepRun) withholdsLinked(abs, rel string) bool {
+	if !g.opts.WithholdLinked || !hardLinkedPath(abs) {
+		return false
+	}
+	g.withheld.add(rel, true)
 	return true
 }
 
 // withheldSet gathers withheld paths from any number of goroutines.
 type withheldSet struct {
-	mu    sync.Mutex
-	paths []string
+	mu     sync.Mutex
+	paths  []string
+	linked map[string]bool
 }
 
-func (w *withheldSet) add(rel string) {
+func (w *withheldSet) add(rel string, linked bool) {
 	w.mu.Lock()
 	w.paths = append(w.paths, rel)
+	if linked {
+		if w.linked == nil {
+			w.linked = map[string]bool{}
+		}
+		w.linked[rel] = true
+	}
 	w.mu.Unlock()
 }
 
 func (w *withheldSet) reset() {
 	w.mu.Lock()
-	w.paths = nil
+	w.paths, w.linked = nil, nil
 	w.mu.Unlock()
 }
 
-// result returns the count and the first paths in byte order (a path counts once).
-func (w *withheldSet) result() (int, []string) {
+// result returns the count, the first paths in byte order (a path counts once) and how many were
+// withheld for their hard links.
+func (w *withheldSet) result() (int, []string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slices.Sort(w.paths)
 	w.paths = slices.Compact(w.paths)
-	return len(w.paths), slices.Clone(w.paths[:min(len(w.paths), withheldSample)])
+	return len(w.paths), slices.Clone(w.paths[:min(len(w.paths), withheldSample)]), len(w.linked)
 }
 
 // autoRgBudget is the ripgrep output budget of EngineAuto (about 0.1 s of JSON).
@@ -400,7 +425,7 @@ func (g *grepRun) loadOverlay() {
 		if !g.s.pathAccepted(&g.s.filter, comps, false) {
 			continue
 		}
-		if g.withholds(rel) {
+		if g.withholds(rel) || g.withholdsLinked(abs, rel) {
 			continue
 		}
 		if content, ok := g.opts.Overlay.Content(abs); ok {

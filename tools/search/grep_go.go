@@ -20,7 +20,7 @@ func (g *grepRun) runGo(ctx context.Context) error {
 
 // walkFiles calls visit for every file the search covers (concurrently, worker in
 // [0, defaultWorkers())), except open documents (searched from their buffers) and the files
-// Withhold names, which are counted instead.
+// Withhold names or WithholdLinked keeps out, which are counted instead.
 func (g *grepRun) walkFiles(ctx context.Context, visit func(worker int, abs, rel string)) error {
 	var files, dirs []target
 	for _, t := range g.s.targets {
@@ -37,9 +37,12 @@ func (g *grepRun) walkFiles(ctx context.Context, visit func(worker int, abs, rel
 			visit(id, abs, rel)
 		}
 	}
+	if g.opts.WithholdLinked {
+		w.linked = func(rel string) { g.withheld.add(rel, true) }
+	}
 	for _, t := range files {
 		// A file target was already checked against the filter by pathAccepted.
-		if g.s.pathAccepted(&g.s.filter, t.comps, false) {
+		if g.s.pathAccepted(&g.s.filter, t.comps, false) && !g.withholdsLinked(t.abs, t.rel) {
 			w.visit(0, t.abs, t.rel)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -211,7 +212,8 @@ func (g *grepRun) parseRg(r io.Reader) (sawSummary bool, err error) {
 				storing, stored = true, 0
 				// Counted by the walk that follows a successful run, not here: ripgrep names
 				// only files with matches, and the count must not depend on them.
-				withheld = g.opts.Withhold != nil && g.opts.Withhold(cur.Path)
+				withheld = g.opts.Withhold != nil && g.opts.Withhold(cur.Path) ||
+					g.opts.WithholdLinked && hardLinkedPath(filepath.Join(g.s.root, filepath.FromSlash(cur.Path)))
 				if withheld {
 					storing = false
 				}

@@ -82,8 +82,13 @@ func (r *GrepResult) Render() string {
 		if r.Withheld > len(r.WithheldSample) {
 			names += ", …"
 		}
-		fmt.Fprintf(&b, "(%s not searched because %s hold secrets: %s. To see one, read it or grep with its path; the user is asked first.)\n",
-			plural(r.Withheld, "file"), mayHold(r.Withheld), names)
+		links := ""
+		if r.WithheldLinks > 0 {
+			links = fmt.Sprintf(" (%s: %s content is also another file's, which may be a secret or outside the workspace)",
+				plural(r.WithheldLinks, "hard link"), pick(r.WithheldLinks, "its", "their"))
+		}
+		fmt.Fprintf(&b, "(%s not searched because %s hold secrets%s: %s. To see one, read it or grep with its path; the user is asked first.)\n",
+			plural(r.Withheld, "file"), mayHold(r.Withheld), links, names)
 	}
 	for _, n := range r.Notes {
 		b.WriteString("Note: ")
@@ -95,6 +100,13 @@ func (r *GrepResult) Render() string {
 
 // Text is Render.
 func (r *GrepResult) Text() string { return r.Render() }
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 func mayHold(n int) string {
 	if n == 1 {

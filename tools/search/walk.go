@@ -20,6 +20,9 @@ type walker struct {
 	workers  int
 	// visit is called concurrently; worker is in [0, workers).
 	visit func(worker int, abs, rel string)
+	// linked, when set, gets the regular files that have other hard links instead of visit (their
+	// content is also another file's, maybe a secret's or one outside Root); called concurrently.
+	linked func(rel string)
 
 	stopped atomic.Bool
 	errs    atomic.Int64 // unreadable directories
@@ -155,8 +158,8 @@ func (w *walker) process(id int, j walkJob) {
 		w.errs.Add(1)
 		return
 	}
+	defer f.Close() // for the link counts, read through it
 	ents, err := f.ReadDir(-1)
-	f.Close()
 	if err != nil && len(ents) == 0 {
 		w.errs.Add(1)
 		return
@@ -185,6 +188,10 @@ func (w *walker) process(id int, j walkJob) {
 				continue
 			}
 			if w.skip != nil && w.skip[joinRel(j.rel, name)] {
+				continue
+			}
+			if w.linked != nil && hardLinked(f, name) {
+				w.linked(joinRel(j.rel, name))
 				continue
 			}
 			files = append(files, name)
