@@ -101,8 +101,8 @@ func secretsFixture(t *testing.T) *runEnv {
 
 // Issue 23: a hard link to .env (or to a file outside the workspace) and a token in a git
 // remote URL were handed to the model by grep with no path, a broad glob, and read in plan mode.
-// Now grep withholds them and says so, glob marks them, and reading one asks (and, with no one to
-// ask, is not run).
+// Now grep withholds them and says so, glob marks them, reading one asks (and, with no one to
+// ask, is not run), and a sandboxed command sees the remote URL redacted.
 func TestRunToolsKeepHardLinkedSecretsAndGitCredentials(t *testing.T) {
 	secret := regexp.MustCompile(`sk-live-\d|ghp_tok\d`)
 	type call struct{ tool, args string }
@@ -115,6 +115,7 @@ func TestRunToolsKeepHardLinkedSecretsAndGitCredentials(t *testing.T) {
 			{"grep", `{"pattern":"sk-live|ghp_tok","glob":"**/*.txt"}`},
 			{"grep", `{"pattern":"sk-live|ghp_tok","path":"mirror.git"}`},
 			{"glob", `{"pattern":"**/*"}`},
+			{"bash", `{"command":"cat .git/config && echo listed"}`},
 			{"read", `{"path":".git/config"}`},
 		}},
 		{"read a hard link to .env", []call{{"read", `{"path":"notes.txt"}`}}},
@@ -153,6 +154,9 @@ func TestRunToolsKeepHardLinkedSecretsAndGitCredentials(t *testing.T) {
 			}
 			if !strings.Contains(results[3], "may hold secrets") || !strings.Contains(results[3], "notes.txt") || !strings.Contains(results[3], "mirror.git/config") {
 				t.Errorf("%s: glob does not mark the hard links and the config:\n%s", c.name, results[3])
+			}
+			if !strings.Contains(results[4], "https://REDACTED@github.com/o/r.git") || !strings.Contains(results[4], "listed") {
+				t.Errorf("%s: the sandboxed command did not see the redacted remote URL:\n%s", c.name, results[4])
 			}
 		}
 		if !strings.Contains(string(out), "no one can approve") {

@@ -109,7 +109,7 @@ func (s *Sandbox) Describe(p Policy) string {
 	sum += "; " + s.feat.LimitsSummary(s.limitsFor(p))
 	if s.mode == ModeLandlock {
 		if w, err := resolveWritable(p); err == nil {
-			if ents := findSensitive(w.roots, p.ReadableSensitive); len(ents) > 0 {
+			if ents := slices.Concat(findSensitive(w.roots, p.ReadableSensitive), p.credentialEntries(w.roots)); len(ents) > 0 {
 				sum += "; " + SensitiveUnmasked + " (no bubblewrap): " + sensitiveNames(ents, 5)
 			}
 		}
@@ -394,8 +394,8 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		if len(p.UnixSockets) > 0 {
 			gaps = append(gaps, "unix sockets ON and no mount namespace: every host unix socket this user can connect to is reachable, not only "+strings.Join(p.UnixSockets, ", "))
 		}
-		if len(sensitive) > 0 {
-			gaps = append(gaps, fmt.Sprintf("no mount namespace: sensitive workspace files are readable (%s)", sensitiveNames(sensitive, 20)))
+		if ents := slices.Concat(sensitive, p.credentialEntries(w.roots)); len(ents) > 0 {
+			gaps = append(gaps, fmt.Sprintf("no mount namespace: sensitive workspace files are readable (%s)", sensitiveNames(ents, 20)))
 		}
 		for _, sp := range p.maskPaths() {
 			if under(sp, w.all) {
@@ -604,6 +604,22 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 	}
 	plan.gaps = append(plan.gaps, pl.gaps...)
 	plan.release = pl.releaseAll
+
+	// Git configurations holding a credential: a redacted copy, read-only, on top of the
+	// protected path's own read-only bind (same destination, added after it).
+	creds := p.gitCredentialFiles(w.roots)
+	srcs, releaseCopies, err := redactedCopies(creds)
+	if err != nil {
+		pl.releaseAll()
+		return nil, err
+	}
+	for i, c := range creds {
+		if under(c.path, masked) && !under(c.path, w.all) {
+			continue // not visible in the sandbox (a worktree's repository under /tmp, …)
+		}
+		add(c.path, "--ro-bind", srcs[i], c.path)
+	}
+	plan.release = func() { pl.releaseAll(); releaseCopies() }
 
 	// Sensitive workspace files: after the protected paths, so that a path
 	// that is both (.ssh) ends up masked. A directory gets a read-only
