@@ -24,6 +24,11 @@ type GateRequest struct {
 	Call    *tools.Call
 	Label   string
 	Preview *tools.Preview
+	// Posted, when set, is called by a gate that puts the question up and waits for the user (an
+	// editor's review) once the question is visible: the kernel then puts up the next file change
+	// of the reply beside it (Config.ReviewTogether). A gate that never calls it gets the next
+	// question after this one is decided.
+	Posted func()
 }
 
 // GateDecision is a gate's answer.
@@ -74,6 +79,13 @@ type Config struct {
 	// MaxToolConcurrency caps concurrently running concurrency-safe calls. ≤ 1 means serial.
 	// Default 4.
 	MaxToolConcurrency int
+	// ReviewTogether puts the file changes of one reply to their gates together: a call that
+	// writes named paths (tools.PermissionMetadata: AccessWrite with Paths) is prepared and gated
+	// while earlier changes to other paths still wait for their decisions, so a user sees every
+	// file of the reply at once and decides them in any order. A change to a path an earlier call
+	// of the batch writes waits for that call, and is previewed against what it left; any other
+	// call waits for every earlier change. Off: calls are gated one at a time, in order.
+	ReviewTogether bool
 }
 
 // Kernel runs tool calls through the pipeline. One Kernel serves one session: it holds the
@@ -117,6 +129,9 @@ const (
 	msgLengthVoided  = "Your previous reply was cut off by the output length limit, so this tool call was not run: its arguments may be incomplete. Resend the call with complete arguments (keep each call small: split big changes into several edits)."
 	msgUnknownTool   = "tool %q not found. Available tools: %v."
 	msgBreakerFormat = "tool %q is disabled after %d consecutive errors in this session. Do not call it again; continue with other tools or answer the user."
+	// msgDependsOn explains a change checked again after an earlier change of the same file in the
+	// reply was not applied: the earlier call's ID and tool, its result type, this call's error.
+	msgDependsOn = "Not applied: this call changes the same file as your earlier call %s (%s), which was not applied (%s), and it does not fit the file without it: %v. Read the file as it is now and propose the change again if it is still wanted."
 )
 
 // prepared is a call that passed every stage up to the gate and may execute.
@@ -141,6 +156,29 @@ type exit struct {
 // prepare runs stages a–i for one call. Exactly one of the returns is non-nil. When prepare returns
 // an exit, it has already emitted Start and End for the call.
 func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Result) {
+	return k.prepareAfter(ctx, tc, gateOrder{})
+}
+
+// gateOrder places a file change among the others of its batch (Config.ReviewTogether).
+type gateOrder struct {
+	// dep is the earlier change of the same file, when it was not applied.
+	dep *unapplied
+	// turn is closed when the call may be put to its gate (nil: at once).
+	turn <-chan struct{}
+	// posted is GateRequest.Posted.
+	posted func()
+}
+
+// unapplied is an earlier call of the batch that changes the same file and was not applied.
+type unapplied struct {
+	id, tool string
+	typ      tools.ResultType
+}
+
+// prepareAfter is prepare for a call that follows dep: when dep is set and the call no longer
+// validates or previews against the file as dep left it, the call fails as stale, saying why.
+func (k *Kernel) prepareAfter(ctx context.Context, tc ToolCall, o gateOrder) (*prepared, *tools.Result) {
+	dep := o.dep
 	start := time.Now()
 	call := &tools.Call{ID: tc.ID, Name: tc.Name, Raw: tc.Arguments}
 
@@ -176,7 +214,7 @@ func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Re
 	// f. the tool's own validation.
 	if v, ok := t.(tools.Validator); ok {
 		if err := v.Validate(ctx, call); err != nil {
-			return nil, k.stop(call, start, exit{count: true, res: errorResult(call, tools.InvalidArgs, err)})
+			return nil, k.stop(call, start, exit{count: dep == nil, res: dependentError(call, tools.InvalidArgs, err, dep)})
 		}
 	}
 	// g. preview (with the label, now that the arguments are known).
@@ -186,7 +224,7 @@ func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Re
 	if p, ok := t.(tools.Previewer); ok {
 		pv, err := p.Preview(ctx, call)
 		if err != nil {
-			return nil, k.stop(call, start, exit{count: true, res: errorResult(call, tools.InvalidArgs, err)})
+			return nil, k.stop(call, start, exit{count: dep == nil, res: dependentError(call, tools.InvalidArgs, err, dep)})
 		}
 		call.Preview = pv
 		if pv != nil {
@@ -198,7 +236,13 @@ func (k *Kernel) prepare(ctx context.Context, tc ToolCall) (*prepared, *tools.Re
 	}
 	// h. gate. A refusal or a gate failure is not the tool's fault: not counted.
 	if k.cfg.Gate != nil {
-		d, err := k.cfg.Gate(ctx, GateRequest{Tool: t, Call: call, Label: label, Preview: call.Preview})
+		if o.turn != nil {
+			select {
+			case <-o.turn:
+			case <-ctx.Done():
+			}
+		}
+		d, err := k.cfg.Gate(ctx, GateRequest{Tool: t, Call: call, Label: label, Preview: call.Preview, Posted: o.posted})
 		switch {
 		case ctx.Err() != nil:
 			return nil, k.stop(call, start, exit{res: tools.ErrorResult(call.ID, call.Name, tools.Cancelled, cancelText(ctx))})
@@ -337,6 +381,18 @@ func refusal(call *tools.Call, d GateDecision) tools.Result {
 	r := tools.ErrorResult(call.ID, call.Name, t, msg)
 	r.Halt = d.EndTurn
 	return r
+}
+
+// dependentError is errorResult, but for a call whose earlier change of the same file was not
+// applied: stale, naming that call (not counted against the tool: the model did nothing wrong).
+func dependentError(call *tools.Call, fallback tools.ResultType, err error, dep *unapplied) tools.Result {
+	if dep == nil {
+		return errorResult(call, fallback, err)
+	}
+	res := errorResult(call, fallback, err)
+	res.Type = tools.Stale
+	res.Content = textBlock(fmt.Sprintf(msgDependsOn, dep.id, dep.tool, dep.typ, res.Text()))
+	return res
 }
 
 func errorResult(call *tools.Call, fallback tools.ResultType, err error) tools.Result {

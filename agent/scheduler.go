@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,6 +63,20 @@ func (k *Kernel) RunBatch(ctx context.Context, calls []ToolCall, steer <-chan st
 	}
 
 	for i := range n {
+		if paths := b.changes(b.calls[i]); paths != nil {
+			// A file change: it waits only for earlier calls that are not file changes; then it is
+			// prepared and gated beside the others.
+			for !b.stopped() && b.blocks() {
+				b.wait()
+			}
+			if b.stopped() {
+				c := &tools.Call{ID: b.calls[i].ID, Name: b.calls[i].Name, Raw: b.calls[i].Arguments}
+				b.results[i] = k.startEnd(c, time.Now(), exit{res: tools.ErrorResult(c.ID, c.Name, tools.Cancelled, b.stopText())})
+				continue
+			}
+			b.startTogether(i, paths)
+			continue
+		}
 		// Earlier calls that may write must finish before this one is prepared.
 		for !b.stopped() {
 			if _, writing, _ := b.snapshot(); !writing {
@@ -121,6 +136,12 @@ type batch struct {
 	steered chan struct{} // closed by the watcher; nil when the batch cannot be steered
 	running int           // calls started and not yet collected from done
 
+	// together are the file changes started with startTogether (ReviewTogether), in order.
+	together []*change
+	// posted is closed when the last file change without a predecessor has been put up (or
+	// decided): the next one is put to its gate after it, so questions appear in the model's order.
+	posted chan struct{}
+
 	mu       sync.Mutex
 	inflight []inflight
 }
@@ -130,6 +151,134 @@ type inflight struct {
 	cancel context.CancelCauseFunc // nil when the call cannot be steered
 	safe   bool
 	ro     bool
+	paths  []string // a file change reviewed together with others (ReviewTogether); nil otherwise
+}
+
+// changes returns the canonical paths a call writes when it may be reviewed together with the
+// other file changes of the batch (Config.ReviewTogether), nil otherwise: the tool says it writes
+// exactly these paths (tools.PermissionMetadata) and shows a preview. Nothing is emitted here; a
+// call whose arguments do not decode is prepared the usual way, which reports it.
+func (b *batch) changes(tc ToolCall) []string {
+	if !b.k.cfg.ReviewTogether {
+		return nil
+	}
+	t, ok := b.k.cfg.Registry.Lookup(tc.Name)
+	if !ok {
+		return nil
+	}
+	pm, ok := t.(tools.PermissionMetadata)
+	if _, previews := t.(tools.Previewer); !ok || !previews {
+		return nil
+	}
+	var compat func(map[string]any) map[string]any
+	if c, ok := t.(tools.CompatTool); ok {
+		compat = c.CompatArgs
+	}
+	args, err := t.Spec().Decode(tc.Arguments, compat)
+	if err != nil {
+		return nil
+	}
+	perm := pm.Permission(&tools.Call{ID: tc.ID, Name: tc.Name, Raw: tc.Arguments, Args: args})
+	if perm.Access != tools.AccessWrite || len(perm.Paths) == 0 {
+		return nil
+	}
+	return perm.Paths
+}
+
+// blocks says whether a file change must wait before it starts: a call that is not a file change
+// is in flight. (A change of a path an earlier change writes starts, and waits for that one.)
+func (b *batch) blocks() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.inflight {
+		if r.paths == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func overlaps(a, b []string) bool {
+	for _, p := range a {
+		if slices.Contains(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// change is a file change started with startTogether.
+type change struct {
+	i     int
+	paths []string
+	done  chan struct{} // closed once results[i] is set
+}
+
+// startTogether prepares, gates and runs a file change in its own goroutine, so that the loop can
+// put the next file change to its gate while this one waits for its decision. A change of a path
+// an earlier change of the batch writes waits for that one to end, is prepared against what it
+// left, and is stale if it no longer fits without it. The others are put to their gates in the
+// model's order, each once the previous one is up (GateRequest.Posted) or decided.
+func (b *batch) startTogether(i int, paths []string) {
+	c := &change{i: i, paths: paths, done: make(chan struct{})}
+	var pred *change
+	for _, e := range slices.Backward(b.together) {
+		if overlaps(e.paths, paths) {
+			pred = e
+			break
+		}
+	}
+	b.together = append(b.together, c)
+	var turn <-chan struct{}
+	var posted func()
+	if pred == nil {
+		turn = b.posted
+		ch := make(chan struct{})
+		b.posted = ch
+		posted = sync.OnceFunc(func() { close(ch) })
+	}
+	b.mu.Lock()
+	b.inflight = append(b.inflight, inflight{i: i, paths: paths})
+	b.mu.Unlock()
+	b.running++
+	go func() {
+		defer func() {
+			close(c.done)
+			b.done <- i
+		}()
+		var dep *unapplied
+		if pred != nil {
+			<-pred.done
+			if r := b.results[pred.i]; r.IsError {
+				dep = &unapplied{id: r.CallID, tool: r.Tool, typ: r.Type}
+			}
+		}
+		p, early := b.k.prepareAfter(b.prepCtx, b.calls[i], gateOrder{dep: dep, turn: turn, posted: posted})
+		if posted != nil {
+			posted()
+		}
+		if early != nil {
+			b.results[i] = *early
+			return
+		}
+		execCtx := b.ctx
+		if b.steered != nil && p.intr == tools.InterruptCancel {
+			var cancel context.CancelCauseFunc
+			execCtx, cancel = context.WithCancelCause(b.ctx)
+			defer cancel(nil)
+			b.mu.Lock()
+			for j := range b.inflight {
+				if b.inflight[j].i == i {
+					b.inflight[j].cancel = cancel
+				}
+			}
+			if b.isSteered() {
+				cancel(errSteered)
+			}
+			b.mu.Unlock()
+		}
+		b.results[i] = b.k.execute(execCtx, p)
+	}()
 }
 
 // watch waits for a steer: it stops preparation and cancels running calls that declared Cancel.

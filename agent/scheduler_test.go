@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -412,5 +414,216 @@ func TestFiftyConcurrentEditsThroughTheMutationQueue(t *testing.T) {
 		if !lines[strconv.Itoa(n)] {
 			t.Errorf("edit %d lost", n)
 		}
+	}
+}
+
+// changeTool is a file change for ReviewTogether: it writes the path in its arguments.
+type changeTool struct {
+	fakeTool
+}
+
+func (c *changeTool) Permission(call *tools.Call) tools.Permission {
+	return tools.Permission{Access: tools.AccessWrite, Paths: []string{"/w/" + call.Args.(*fakeArgs).Path}}
+}
+
+// decidingGate records each gate request on asked and waits for a decision on its call's channel.
+type decidingGate struct {
+	silent    bool // never calls GateRequest.Posted
+	asked     chan string
+	mu        sync.Mutex
+	decisions map[string]chan GateDecision
+}
+
+func newDecidingGate(ids ...string) *decidingGate {
+	g := &decidingGate{asked: make(chan string, 16), decisions: map[string]chan GateDecision{}}
+	for _, id := range ids {
+		g.decisions[id] = make(chan GateDecision, 1)
+	}
+	return g
+}
+
+func (g *decidingGate) gate(ctx context.Context, r GateRequest) (GateDecision, error) {
+	g.asked <- r.Call.ID
+	if r.Posted != nil && !g.silent {
+		r.Posted()
+	}
+	g.mu.Lock()
+	ch := g.decisions[r.Call.ID]
+	g.mu.Unlock()
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-ctx.Done():
+		return GateDecision{}, ctx.Err()
+	}
+}
+
+func (g *decidingGate) decide(id string, d GateDecision) { g.decisions[id] <- d }
+
+// next waits for the next gate request; a kernel that never asks fails the test, it does not hang it.
+func (g *decidingGate) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-g.asked:
+		return id
+	case <-time.After(30 * time.Second):
+		t.Fatal("no gate request came")
+		return ""
+	}
+}
+
+func TestFileChangesOfOneReplyAreGatedTogether(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	record := func(_ context.Context, c *tools.Call) (tools.Output, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, c.ID)
+		return tools.Output{Text: "done " + c.ID}, nil
+	}
+	w := &changeTool{fakeTool{name: "write", exec: record}}
+	cmd := &fakeTool{name: "bash", exec: record}
+	g := newDecidingGate("a", "b", "c", "cmd")
+	k, _ := newKernel(t, Config{Gate: g.gate, ReviewTogether: true}, w, cmd)
+	done := make(chan BatchResult)
+	go func() {
+		done <- k.RunBatch(context.Background(), []ToolCall{
+			call("a", "write", `{"path":"cart.go"}`), call("b", "write", `{"path":"greet.go"}`),
+			call("c", "write", `{"path":"cart_test.go"}`), call("cmd", "bash", `{}`)}, nil)
+	}()
+	// All three changes are put up before any is decided, in the model's order.
+	if got := []string{g.next(t), g.next(t), g.next(t)}; !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("gated %v, want a, b, c together", got)
+	}
+	// Decided in the other order; the command waits for all three.
+	g.decide("c", GateDecision{Allow: true})
+	g.decide("b", GateDecision{Reason: "not this one"})
+	g.decide("a", GateDecision{Allow: true})
+	if id := g.next(t); id != "cmd" {
+		t.Fatalf("then gated %q, want the command", id)
+	}
+	mu.Lock()
+	before := slices.Clone(ran)
+	mu.Unlock()
+	slices.Sort(before)
+	if !slices.Equal(before, []string{"a", "c"}) {
+		t.Errorf("before the command was asked, ran %v, want a and c (b rejected)", before)
+	}
+	g.decide("cmd", GateDecision{Allow: true})
+	res := <-done
+	var order []string
+	for _, r := range res.Results {
+		order = append(order, r.CallID+":"+string(r.Type))
+	}
+	if want := []string{"a:ok", "b:rejected_by_user", "c:ok", "cmd:ok"}; !slices.Equal(order, want) {
+		t.Errorf("results %v, want %v (the model's order)", order, want)
+	}
+}
+
+func TestChangesAreGatedOneAtATimeUnlessTheGateSaysItPostedThem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*decidingGate) Config
+	}{
+		{"ReviewTogether off", func(g *decidingGate) Config { return Config{Gate: g.gate} }},
+		{"a gate that never calls Posted (a terminal)", func(g *decidingGate) Config {
+			g.silent = true
+			return Config{Gate: g.gate, ReviewTogether: true}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { gatedOneAtATime(t, tc.cfg) })
+	}
+}
+
+func gatedOneAtATime(t *testing.T, cfg func(*decidingGate) Config) {
+	w := &changeTool{fakeTool{name: "write"}}
+	g := newDecidingGate("a", "b")
+	k, _ := newKernel(t, cfg(g), w)
+	done := make(chan BatchResult)
+	go func() {
+		done <- k.RunBatch(context.Background(), []ToolCall{call("a", "write", `{"path":"x"}`), call("b", "write", `{"path":"y"}`)}, nil)
+	}()
+	if id := g.next(t); id != "a" {
+		t.Fatalf("gated %q first", id)
+	}
+	// b is asked only after a's decision: deciding a is what lets it through, so b's request
+	// cannot be there yet (it would be, deterministically, if the gate order did not wait).
+	select {
+	case id := <-g.asked:
+		t.Fatalf("%q was gated before the first change was decided", id)
+	default:
+	}
+	g.decide("a", GateDecision{Allow: true})
+	if id := g.next(t); id != "b" {
+		t.Fatalf("gated %q", id)
+	}
+	g.decide("b", GateDecision{Allow: true})
+	<-done
+}
+
+func TestASecondChangeOfAFileWaitsForTheFirst(t *testing.T) {
+	// The first change creates the file; the second one validates only against it.
+	var exists atomic.Bool
+	w := &changeTool{fakeTool{name: "write", exec: func(_ context.Context, c *tools.Call) (tools.Output, error) {
+		if c.Args.(*fakeArgs).Path == "new.go" {
+			exists.Store(true)
+		}
+		return tools.Output{Text: "created"}, nil
+	}}}
+	e := &changeTool{fakeTool{name: "edit", validate: func(*tools.Call) error {
+		if !exists.Load() {
+			return tools.Errorf(tools.NotFound, "new.go does not exist")
+		}
+		return nil
+	}}}
+	for _, tc := range []struct {
+		name  string
+		first GateDecision
+		want  []string
+	}{
+		{"accepted: previewed against what it left", GateDecision{Allow: true}, []string{"a:ok", "b:ok"}},
+		{"rejected: stale, saying why", GateDecision{Reason: "no"}, []string{"a:rejected_by_user", "b:stale"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exists.Store(false)
+			g := newDecidingGate("a", "b", "c")
+			k, _ := newKernel(t, Config{Gate: g.gate, ReviewTogether: true}, w, e)
+			done := make(chan BatchResult)
+			go func() {
+				done <- k.RunBatch(context.Background(), []ToolCall{call("a", "write", `{"path":"new.go"}`),
+					call("b", "edit", `{"path":"new.go"}`), call("c", "write", `{"path":"other.go"}`)}, nil)
+			}()
+			// The other file's change is put up beside the first; the dependent one is not.
+			if got := []string{g.next(t), g.next(t)}; !slices.Equal(got, []string{"a", "c"}) {
+				t.Fatalf("gated %v, want a and c", got)
+			}
+			g.decide("c", GateDecision{Allow: true})
+			g.decide("a", tc.first)
+			if tc.first.Allow {
+				if id := g.next(t); id != "b" {
+					t.Fatalf("gated %q", id)
+				}
+				g.decide("b", GateDecision{Allow: true})
+			}
+			res := <-done
+			var got []string
+			for _, r := range res.Results[:2] {
+				got = append(got, r.CallID+":"+string(r.Type))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("results %v, want %v", got, tc.want)
+			}
+			if !tc.first.Allow {
+				text := res.Results[1].Text()
+				for _, s := range []string{"earlier call a (write)", "rejected_by_user", "new.go does not exist", "Read the file"} {
+					if !strings.Contains(text, s) {
+						t.Errorf("the stale result does not say %q: %s", s, text)
+					}
+				}
+				if n := k.ToolFailures("edit"); n != 0 {
+					t.Errorf("the stale call counted against the tool: %d", n)
+				}
+			}
+		})
 	}
 }

@@ -75,6 +75,9 @@ type editorAsker struct {
 	ls *liveSession
 }
 
+// AsksTogether: an editor shows every file change of a reply at once.
+func (e *editorAsker) AsksTogether() bool { return true }
+
 func (e *editorAsker) Ask(ctx context.Context, q harness.Question) (harness.Answer, error) {
 	ls := e.ls
 	srv := ls.srv
@@ -98,6 +101,10 @@ func (e *editorAsker) Ask(ctx context.Context, q harness.Question) (harness.Answ
 	ls.setStatus(q.Call.Call.ID, "awaitingApproval")
 	for _, c := range reviewers {
 		c.out.pushRaw(rpc.MethodReviewRequested, r.params)
+	}
+	if q.Call.Posted != nil {
+		// The review is up: the next file change of the reply can be put up beside it.
+		q.Call.Posted()
 	}
 	var timeout <-chan time.Time
 	if d := srv.reviewTimeout; d > 0 {

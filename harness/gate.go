@@ -22,6 +22,15 @@ type Asker interface {
 	Ask(ctx context.Context, q Question) (Answer, error)
 }
 
+// TogetherAsker is an Asker that puts a question up and waits for the answer (an editor's
+// review): it calls the question's Call.Posted once the question is visible, so that every file
+// change of one model reply is up for review at once, decided in any order. An Asker that asks one
+// question at a time (a terminal) does not implement it: its questions come one after another.
+type TogetherAsker interface {
+	Asker
+	AsksTogether() bool
+}
+
 // Question is one call to decide.
 type Question struct {
 	// Call is the call to decide. For a command, its preview's sandbox line also names what

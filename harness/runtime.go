@@ -615,6 +615,8 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 			Gate:       gate,
 			Middleware: []agent.Middleware{cp.Middleware(), h.diagnosticsMiddleware},
 			After:      h.afterCall,
+			// An editor shows every file change of a reply at once; a terminal asks in turn.
+			ReviewTogether: asksTogether(ask),
 		},
 		Sink: func(e agent.Event) {
 			cp.Observe(e)
@@ -632,6 +634,11 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 	}
 	g.cancelTurn = func() { sess.Cancel() }
 	return sess, nil
+}
+
+func asksTogether(ask Asker) bool {
+	t, ok := ask.(TogetherAsker)
+	return ok && t.AsksTogether()
 }
 
 // PlanNumCtx is the context window a session chooses for a model, its tools and the configured
