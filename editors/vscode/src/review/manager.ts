@@ -375,9 +375,13 @@ export class ReviewManager implements vscode.Disposable {
 	private async revealIfIdle(e: Entry): Promise<void> {
 		const mode = readConfig().revealOnReview;
 		if (mode === "never") return;
-		// Do not pull the user away from a review they are working on.
-		const active = vscode.window.activeTextEditor;
-		if (active && this.entriesFor(active.document.uri).some((x) => x !== e && x.receivedAt < e.receivedAt)) return;
+		// Do not pull the user away from a review they are working on: while a file review that
+		// came earlier waits (another file of the same reply, all put up at once), this one waits
+		// in the Pending Reviews view and opens when the earlier ones are decided (remove()).
+		for (const x of this.entries.values()) {
+			if (x === e) break;
+			if (x.uri) return;
+		}
 		await this.reveal(e, mode === "focus");
 	}
 

@@ -1398,6 +1398,12 @@ async function queueScenario({ page, chat, fake }) {
 	await page.locator(".statusbar-item", { hasText: "to review" }).first().waitFor();
 	await palette(page, "agentd: Focus on Pending Reviews View");
 	await page.locator(".pane-body .monaco-list-row", { hasText: "cart.go" }).first().waitFor({ timeout: 15000 });
+	// One reply's two files are up for review at once, before either is decided (issue 25).
+	await waitFor("both files pending at once", () => {
+		const p = readStats()?.pending ?? [];
+		return p.some((x) => x.path === "cart.go") && p.some((x) => x.path === "greet.go");
+	}, 20000);
+	await page.locator(".pane-body .monaco-list-row", { hasText: "greet.go" }).first().waitFor({ timeout: 15000 });
 	await page.screenshot({ path: path.join(OUT_DIR, "17-review-queue.png") });
 	// Accept whatever is shown until both files are done: the next one opens by itself. Each step
 	// waits until the review it accepted is gone (stats), its file is written and its lens is
