@@ -8,6 +8,8 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -433,13 +435,11 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 		}
 	}
 	bash := builtin.BashConfig{Sandbox: rt.sandbox, SpillDir: filepath.Join(h.tmpDir, "spill"),
-		QuarantineDir: filepath.Join(rt.store.Dir(), "quarantine", h.settings.ID),
 		Policy: sandbox.Policy{
-			TmpDir:         h.tmpDir,
-			WritableDirs:   []string{gocache},
-			SetEnv:         cacheEnv,
-			ProtectedPaths: sandbox.DefaultProtectedPaths,
-			StateDir:       rt.store.Dir(), // masked: other sessions' journals and output
+			TmpDir:       h.tmpDir,
+			WritableDirs: []string{gocache},
+			SetEnv:       cacheEnv,
+			StateDir:     rt.store.Dir(), // masked: other sessions' journals and output
 		}}
 	switch {
 	case rt.sandbox == nil:
@@ -781,14 +781,17 @@ func (h *Harness) startMCP() error {
 	if err != nil {
 		cache = filepath.Join(rt.store.Dir(), "cache")
 	}
+	// One cache per workspace: a server of another workspace must not be able to leave
+	// something there that this workspace's server then runs or trusts.
+	wsKey := sha256.Sum256([]byte(h.ws.root))
 	h.mcp = mcp.Start(context.Background(), cfg, mcp.Options{
 		Workspace: h.ws.root,
 		Sandbox:   rt.sandbox,
-		CacheDir:  filepath.Join(cache, "agentd", "mcp"),
+		FS:        h.fs,
+		CacheDir:  filepath.Join(cache, "agentd", "mcp", hex.EncodeToString(wsKey[:8])),
 		Policy: sandbox.Policy{
-			TmpDir:         h.tmpDir,
-			ProtectedPaths: sandbox.DefaultProtectedPaths,
-			StateDir:       rt.store.Dir(),
+			TmpDir:   h.tmpDir,
+			StateDir: rt.store.Dir(),
 		},
 	})
 	return nil

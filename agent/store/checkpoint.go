@@ -30,7 +30,8 @@ import (
 //
 // What is covered: calls whose tool declares tools.AccessWrite with the paths it changes
 // (tools.PermissionMetadata), through Middleware, or any code that calls BeforeWrite/AfterWrite.
-// Commands (bash) declare no paths: the files they change are not checkpointed.
+// Commands (bash) and MCP servers declare no paths: the change sets they apply are checkpointed
+// through the tools.ChangeRecorder the middleware gives every call.
 //
 // The post-image is what is on disk right after the call. A write that goes to an editor's buffer
 // (fsafe's Writer, for documents open in the editor) reaches the disk only when the user saves, so
@@ -526,9 +527,14 @@ func (c *Checkpoints) readIntents(turnID string) ([]intentRecord, error) {
 // written) and AfterWrite for each after it returns. AfterWrite runs after a failed call too: a
 // call that failed part-way may still have changed a file, and one that changed nothing records a
 // post-image equal to its pre-image, which Revert leaves alone.
+//
+// Every call also gets a tools.ChangeRecorder (BeforeWrite and AfterWrite by another name): a
+// command's or an MCP server's change set is checkpointed by the same mechanism as an edit
+// when it is applied.
 func (c *Checkpoints) Middleware() agent.Middleware {
 	return func(next agent.ExecFunc) agent.ExecFunc {
 		return func(ctx context.Context, t tools.Tool, call *tools.Call) (tools.Output, error) {
+			ctx = tools.WithChangeRecorder(ctx, changeRecorder{c})
 			pm, ok := t.(tools.PermissionMetadata)
 			if !ok {
 				return next(ctx, t, call)
@@ -560,6 +566,27 @@ func (c *Checkpoints) Middleware() agent.Middleware {
 				}
 			}
 			return out, err
+		}
+	}
+}
+
+// changeRecorder is a call's tools.ChangeRecorder.
+type changeRecorder struct{ c *Checkpoints }
+
+func (r changeRecorder) BeforeChange(paths []string) error {
+	for _, p := range paths {
+		if err := r.c.BeforeWrite(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r changeRecorder) AfterChange(paths []string) {
+	for _, p := range paths {
+		if err := r.c.AfterWrite(p); err != nil {
+			r.c.st.log.Error("store: cannot record a file's new content; the turn's revert will skip it",
+				"session", r.c.session, "path", p, "err", err)
 		}
 	}
 }

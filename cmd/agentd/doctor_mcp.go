@@ -72,7 +72,7 @@ func doctorMCP(out *termtext.Writer, opts harness.Options, f sandbox.Features, r
 	}
 	set := mcp.Start(context.Background(), cfg, mcp.Options{Workspace: wd, Sandbox: sb,
 		CacheDir: filepath.Join(cache, "agentd", "mcp"),
-		Policy:   sandbox.Policy{TmpDir: state, ProtectedPaths: sandbox.DefaultProtectedPaths}})
+		Policy:   sandbox.Policy{TmpDir: state}})
 	defer set.Close()
 	for _, st := range set.Status() {
 		what := "mcp " + st.Name

@@ -23,7 +23,7 @@ var version = "0.1.0"
 func main() {
 	// The sandbox helper and the go command's cache program (tools/gocache) run inside the
 	// sandbox, before anything else.
-	if len(os.Args) > 1 && (os.Args[1] == sandbox.HelperArg || os.Args[1] == gocache.Arg) {
+	if len(os.Args) > 1 && (sandbox.IsHelperArg(os.Args[1]) || os.Args[1] == gocache.Arg) {
 		sandbox.HelperMain()
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/tools"
-	"github.com/agentd/agentd/tools/gitguard"
+	"github.com/agentd/agentd/tools/changeset"
 )
 
 //go:embed bash.md
@@ -50,13 +49,10 @@ type BashDetails struct {
 	OutputBytes int64  `json:"outputBytes"`
 	Truncated   bool   `json:"truncated,omitzero"`
 	SpillPath   string `json:"spillPath,omitzero"`
-	// GitUndone lists the git metadata the command planted and agentd undid (a nested
-	// repository, a changed config or hook, …): the result is then permission_denied.
-	GitUndone []gitguard.Action `json:"gitUndone,omitzero"`
-	// Unprotected lists the paths the sandbox had mounted over (protected or masked) that were
-	// removed or replaced outside it while the command ran: agentd stopped the command then,
-	// since that lifts their protection (the result is exec_failed).
-	Unprotected []string `json:"unprotected,omitzero"`
+	// Changes is what the command changed in the workspace (its copy-on-write layer), applied
+	// or held for review; nil when it wrote straight to the workspace (no layer: Landlock
+	// only, or unsandboxed).
+	Changes *changeset.ChangeSet `json:"changes,omitzero"`
 }
 
 // Defaults of BashConfig.
@@ -77,7 +73,6 @@ type bashTool struct {
 	*env
 	runner Runner
 	cfg    BashConfig
-	guard  *gitguard.Guard
 }
 
 var (
@@ -115,19 +110,7 @@ func newBash(e *env, cfg BashConfig) (*bashTool, error) {
 		}
 		r = NewSandboxRunner(cfg.Sandbox, cfg.Policy, e.fs.Workspace())
 	}
-	// The git guard runs around every command, whatever the runner: the directories a command
-	// can write outside the workspace are those of its sandbox policy.
-	pol := cfg.Policy
-	if sr, ok := r.(*SandboxRunner); ok {
-		pol = sr.Policy
-	}
-	writable := slices.Clone(pol.WritableDirs)
-	if pol.TmpDir != "" {
-		writable = append(writable, pol.TmpDir)
-	}
-	guard := gitguard.New(gitguard.Options{Roots: e.fs.Workspace().Roots(), Writable: writable,
-		QuarantineDir: cfg.QuarantineDir})
-	return &bashTool{env: e, runner: r, cfg: cfg, guard: guard}, nil
+	return &bashTool{env: e, runner: r, cfg: cfg}, nil
 }
 
 func (t *bashTool) Name() string        { return "bash" }
@@ -269,17 +252,6 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 		pl.sandbox = confined
 	}
 	defer cmd.Release()
-	// Git metadata is recorded after the sandbox set up its placeholders (Command) and
-	// checked before it removes them (Release), whatever way the command ends.
-	watch, err := t.guard.Begin(ctx)
-	if err != nil {
-		typ := tools.ExecFailed
-		if ctx.Err() != nil {
-			typ = tools.Cancelled
-		}
-		return tools.Output{}, tools.Errorf(typ, "the command was not run: %v", err)
-	}
-	defer watch.End()
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
@@ -333,19 +305,23 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 	}
 	prog.close()
 	out.close()
-	guarded := watch.End()
+	// What the command changed is in its copy-on-write layer; the allowlisted part reaches
+	// the workspace now, the rest is held. A cancelled turn applies nothing.
+	var changes changeset.ChangeSet
+	var changeErr error
+	if ctx.Err() == nil {
+		changes, changeErr = changeset.Apply(ctx, t.fs, cmd)
+	}
 	elapsed := time.Since(start)
 
 	d := BashDetails{ExitCode: -1, DurationMS: elapsed.Milliseconds(), Sandbox: pl.sandbox, Gaps: cmd.Gaps,
 		OutputBytes: out.total, Truncated: out.truncated(), SpillPath: out.spillPath}
 	status := t.status(cmd.ProcessState, &d)
 	killedByUs := sent != 0
-	d.Unprotected = cmd.Unprotected()
+	if cmd.Layered() {
+		d.Changes = &changes
+	}
 	switch {
-	case len(d.Unprotected) > 0:
-		status = fmt.Sprintf("stopped by agentd: %s changed outside the sandbox while the command ran (removed, or replaced "+
-			"by a rename, as git and many editors save), which lifts the sandbox's protection of it; nothing is wrong "+
-			"with the command: run it again", strings.Join(d.Unprotected, ", "))
 	case killedByUs && ctx.Err() == nil && timedOut.Load():
 		d.TimedOut = true
 		how := "stopped with SIGTERM"
@@ -381,21 +357,23 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 		fmt.Fprintf(&b, "If the command needs more time, pass a larger timeout (at most %d seconds), or run a smaller part of it.\n",
 			int(t.cfg.MaxTimeout/time.Second))
 	}
-	b.WriteString(guarded.Text())
+	b.WriteString(changes.Text())
+	switch {
+	case changeErr != nil:
+		fmt.Fprintf(&b, "[None of the command's changes were applied: agentd could not read them (%v).]\n", changeErr)
+	case cmd.Layered() && ctx.Err() != nil:
+		b.WriteString("[The turn was cancelled: none of the command's changes were applied.]\n")
+	}
 	if note := noteOf(call); note != "" {
 		b.WriteString(note + "\n")
 	}
-	d.GitUndone = guarded.Actions
 	switch {
 	case d.TimedOut:
 		return tools.Output{}, &tools.Error{Type: tools.Timeout, Message: b.String(), Details: d}
 	case d.Cancelled:
 		return tools.Output{}, &tools.Error{Type: tools.Cancelled, Message: b.String(), Details: d}
-	case len(d.Unprotected) > 0:
-		// Before the git guard's verdict: what it undid may be the user's own change.
-		return tools.Output{}, &tools.Error{Type: tools.ExecFailed, Message: b.String(), Details: d}
-	case guarded.Undone():
-		return tools.Output{}, &tools.Error{Type: tools.PermissionDenied, Message: b.String(), Details: d}
+	case changeErr != nil:
+		return tools.Output{}, &tools.Error{Type: tools.IOError, Message: b.String(), Details: d}
 	}
 	return tools.Output{Text: b.String(), Details: d,
 		Meta: tools.Meta{OriginalSize: out.total, Truncated: out.truncated(), SpillPath: out.spillPath}}, nil

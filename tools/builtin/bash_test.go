@@ -363,7 +363,7 @@ func TestBashRunsInTheSandbox(t *testing.T) {
 	f := newFixture(t, withBash(func(b *builtin.BashConfig) {
 		b.Runner = nil
 		b.Sandbox = sb
-		b.Policy = sandbox.Policy{TmpDir: t.TempDir()}
+		b.Policy = sandbox.Policy{TmpDir: t.TempDir(), StateDir: t.TempDir()}
 		b.Grace = 300 * time.Millisecond
 	}))
 	f.write(".git/hooks/.keep", "")
@@ -387,12 +387,16 @@ func TestBashRunsInTheSandbox(t *testing.T) {
 		t.Errorf("writing outside the workspace succeeded: %s", r.Text())
 	}
 	sameSnapshot(t, before, testutil.Snapshot(t, outside))
+	// A hook lands in the command's layer and is held; without bubblewrap (no layer) the
+	// policy asks for every command instead (docs/security.md).
 	r = f.mustOK("bash", bash("echo evil > .git/hooks/pre-commit"))
-	if r.Details.(builtin.BashDetails).ExitCode == 0 {
-		t.Errorf("writing .git/hooks succeeded: %s", r.Text())
-	}
-	if _, err := os.Stat(filepath.Join(f.dir, ".git/hooks/pre-commit")); !os.IsNotExist(err) {
-		t.Error(".git/hooks/pre-commit exists")
+	if sb.Mode() == sandbox.ModeBwrap {
+		if !strings.Contains(r.Text(), "NOT applied") {
+			t.Errorf("writing .git/hooks was not held: %s", r.Text())
+		}
+		if _, err := os.Stat(filepath.Join(f.dir, ".git/hooks/pre-commit")); !os.IsNotExist(err) {
+			t.Error(".git/hooks/pre-commit exists")
+		}
 	}
 	r = f.mustOK("bash", map[string]any{"command": "exec 3<>/dev/tcp/127.0.0.1/9 && echo connected"})
 	if strings.Contains(r.Text(), "connected") {

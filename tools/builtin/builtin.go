@@ -61,9 +61,6 @@ type BashConfig struct {
 	// SpillMaxBytes caps a spill file (64 MiB).
 	SpillDir      string
 	SpillMaxBytes int64
-	// QuarantineDir is where the git metadata a command planted is moved when agentd undoes
-	// it (tools/gitguard); it must be outside every directory commands can write. "": deleted.
-	QuarantineDir string
 	// ProgressInterval is the least time between two progress updates (100 ms).
 	ProgressInterval time.Duration
 }

@@ -66,21 +66,18 @@ type SandboxRunner struct {
 
 var _ OptInRunner = (*SandboxRunner)(nil)
 
-// NewSandboxRunner returns a runner over sb for the workspace roots of ws, filling the policy's
-// defaults: WorkspaceRoots (nil: the roots of ws) and ProtectedPaths (nil: fsafe's protected
-// paths, the same ones the file tools ask about).
+// NewSandboxRunner returns a runner over sb for the workspace roots of ws (the policy's
+// WorkspaceRoots when nil). The copy-on-write layers of commands whose agentd died are
+// discarded now: what they changed was never applied, and never will be.
 func NewSandboxRunner(sb *sandbox.Sandbox, p sandbox.Policy, ws *fsafe.Workspace) *SandboxRunner {
 	if p.WorkspaceRoots == nil && ws != nil {
 		p.WorkspaceRoots = ws.Roots()
 	}
-	if p.ProtectedPaths == nil {
-		for _, pp := range fsafe.ProtectedPaths() {
-			p.ProtectedPaths = append(p.ProtectedPaths, strings.TrimSuffix(pp, "/"))
+	if dir := p.Layers(); dir != "" {
+		for _, l := range sandbox.SweepLayers(dir) {
+			slog.Warn("bash: discarded the changes of a command that was running when agentd stopped; they were never applied", "layer", l)
 		}
 	}
-	// Placeholders an agentd killed during a command left in these roots go now, not at the
-	// next command.
-	sandbox.SweepPlaceholders(p.WorkspaceRoots, p.ProtectedPaths)
 	return &SandboxRunner{Sandbox: sb, Policy: p}
 }
 

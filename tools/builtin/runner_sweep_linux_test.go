@@ -3,41 +3,27 @@
 package builtin_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/fsafe"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
-// TestNewSandboxRunnerSweepsLeftoverPlaceholders: a session's runner removes at once the empty
-// read-only .vscode an agentd killed during a command left in the workspace.
-func TestNewSandboxRunnerSweepsLeftoverPlaceholders(t *testing.T) {
-	dir := t.TempDir()
-	c := exec.Command("true")
-	if err := c.Run(); err != nil {
+// TestNewSandboxRunnerDiscardsDeadLayers: the layer of a command that was running when agentd
+// was killed is discarded when the next session's runner starts: never applied, never adopted.
+func TestNewSandboxRunnerDiscardsDeadLayers(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	dead := filepath.Join(state, "layers", "4242-1")
+	if err := os.MkdirAll(filepath.Join(dead, "0", "upper", ".git", "hooks"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dead, "0", "upper", ".git", "hooks", "pre-commit"), []byte("evil"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, ".vscode")
-	if err := os.Mkdir(p, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	tag := fmt.Sprintf("%s:%d:1", strings.TrimSpace(string(boot)), c.Process.Pid) // an ended process
-	if err := unix.Lsetxattr(p, "user.agentd.placeholder", []byte(tag), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, 0o555); err != nil {
+	if err := os.WriteFile(filepath.Join(dead, "owner"), []byte("4242\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ws, err := fsafe.NewWorkspace(dir)
@@ -45,8 +31,11 @@ func TestNewSandboxRunnerSweepsLeftoverPlaceholders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	builtin.NewSandboxRunner(&sandbox.Sandbox{}, sandbox.Policy{}, ws)
-	if _, err := os.Lstat(p); !os.IsNotExist(err) {
-		t.Errorf("the leftover placeholder is still there: %v", err)
+	builtin.NewSandboxRunner(&sandbox.Sandbox{}, sandbox.Policy{StateDir: state}, ws)
+	if _, err := os.Lstat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead command's layer is still there: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); !os.IsNotExist(err) {
+		t.Errorf("the dead command's change reached the workspace: %v", err)
 	}
 }

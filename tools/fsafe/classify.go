@@ -27,6 +27,10 @@ var protectedDirs = []dirRule{
 	{".ssh", "writes under .ssh/ can grant remote access or run commands (ProxyCommand)"},
 	{".config/git", "writes under .config/git/ change git's configuration, which can run code"},
 	{".config/fish", "writes under .config/fish/ change shell startup files, which run code"},
+	{".zed", "writes under .zed/ change Zed's project settings and tasks, which run code"},
+	{".helix", "writes under .helix/ change Helix's project configuration (language servers it starts)"},
+	{".devcontainer", "writes under .devcontainer/ define containers and commands editors run when the folder opens"},
+	{".github", "writes under .github/ change CI workflows, which run with the repository's secrets"},
 }
 
 // Write-protected file names (lower case), at any depth: files that an editor, a shell, direnv,
@@ -54,13 +58,22 @@ var protectedFiles = map[string]string{
 	".cshrc":        "shells run their startup files",
 	".tcshrc":       "shells run their startup files",
 	".inputrc":      "readline startup files can bind keys to commands",
+	".vimrc":        "Vim runs a .vimrc it finds (exrc)",
+	".gvimrc":       "Vim runs a .gvimrc it finds (exrc)",
+	".npmrc":        ".npmrc can change what npm runs (scripts, the node and shell it uses)",
+	".yarnrc":       ".yarnrc can change what yarn runs",
+	".yarnrc.yml":   ".yarnrc.yml can load yarn plugins, which run code",
+	".pnpmfile.cjs": "pnpm runs .pnpmfile.cjs on install",
+
+	".pre-commit-config.yaml": "pre-commit runs the hooks .pre-commit-config.yaml lists on every commit",
+	"agents.md":               "AGENTS.md instructs coding agents (agentd's included) what to do in this project",
 }
 
 // Write-protected file names (lower case) that make a directory a git directory: git treats a
 // directory holding HEAD (with objects/ and refs/), or a commondir file, as a repository and obeys
 // its config, which can run programs (core.fsmonitor, core.hooksPath, filters). A file tool may
 // not make one without asking, at any depth: a later command, or the user's own git, would find a
-// repository a model planted. Not in ProtectedPaths: the sandbox's git guard covers commands.
+// repository a model planted. Commands' change sets pass the same allowlist (Ordinary).
 var gitDirFiles = map[string]string{
 	"head":      "a file named HEAD makes its directory a git repository, whose config can run programs",
 	"commondir": "a commondir file makes its directory a git repository, whose config can run programs",
@@ -158,22 +171,6 @@ func matchDirs(comps []string, rules []dirRule) (string, bool) {
 	return "", false
 }
 
-// ProtectedPaths lists the write-protected paths relative to a workspace root, for the command
-// sandbox to re-bind read-only (or mask when missing). Directories end with "/". Classify matches
-// the same names case-folded and at any depth; a sandbox binding only these root-level paths
-// should also bind nested .git directories it finds.
-func ProtectedPaths() []string {
-	var out []string
-	for _, d := range protectedDirs {
-		out = append(out, d.name+"/")
-	}
-	for f := range protectedFiles {
-		out = append(out, f)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Permission describes an access to p for the harness's policy (tools.PermissionMetadata).
 //
 // A write to a protected path sets Protected; a read of a sensitive path, of a hard-linked file
@@ -189,7 +186,11 @@ func (p Path) Permission(access tools.Access) tools.Permission {
 	protected, sensitive := classify(p.rel)
 	switch access {
 	case tools.AccessWrite:
-		if protected != "" {
+		// The allowlist every change passes (Ordinary), commands' and MCP servers' included.
+		if ok, why := Ordinary(p.rel); !ok {
+			perm.Protected = true
+			perm.Reason = why
+		} else if protected != "" {
 			perm.Protected = true
 			perm.Reason = protected
 		}

@@ -1,7 +1,6 @@
 package fsafe
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/agentd/agentd/tools"
@@ -20,7 +19,7 @@ func TestClassify(t *testing.T) {
 		{".GIT/HOOKS/pre-commit", true, false},
 		{"vendor/lib/.git/config", true, false},
 		{".gitignore", false, false},
-		{".github/workflows/ci.yml", false, false},
+		{".github/workflows/ci.yml", true, false},
 		{".agentd/config.toml", true, false},
 		{".vscode/settings.json", true, false},
 		{".Vscode/tasks.json", true, false},
@@ -50,7 +49,7 @@ func TestClassify(t *testing.T) {
 		{"tls/server.KEY", false, true},
 		{"keyboard.go", false, false},
 		{".netrc", false, true},
-		{".npmrc", false, true},
+		{".npmrc", true, true},
 		{".pypirc", false, true},
 		{".ssh/authorized_keys", true, true},
 		{".aws/credentials", false, true},
@@ -73,17 +72,62 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestProtectedPathsListsTheRootLevelNames(t *testing.T) {
-	got := ProtectedPaths()
-	for _, want := range []string{".git/", ".agentd/", ".vscode/", ".idea/", ".nvim.lua", ".nvimrc", ".exrc", ".envrc",
-		".gitmodules", ".bashrc", ".zshrc", ".profile", ".bash_profile", ".zprofile", ".mcp.json", ".gitconfig"} {
-		if !slices.Contains(got, want) {
-			t.Errorf("ProtectedPaths() lacks %q", want)
+// TestOrdinary: the allowlist every change passes (file tools, commands, MCP servers). The names
+// issue 22's attack found writable are all reviewed, at any depth; project files, build
+// outputs and git's data (for commands) are not.
+func TestOrdinary(t *testing.T) {
+	for _, tc := range []struct {
+		rel           string
+		ordinary, git bool // Ordinary, OrdinaryGitData
+	}{
+		{"main.go", true, true},
+		{"src/pkg/a_test.go", true, true},
+		{"bin/app", true, true},
+		{".gitignore", true, true},
+		{"web/.next/cache/x.json", true, true},
+		{"node_modules/.bin/jest", true, true},
+		{".git/objects/ab/cdef", false, true},
+		{".git/refs/heads/main", false, true},
+		{".git/index", false, true},
+		{".git/HEAD", false, true},
+		{".git/logs/HEAD", false, true},
+		{"sub/.git/COMMIT_EDITMSG", false, true},
+		{".git/config", false, false},
+		{".git/hooks/pre-commit", false, false},
+		{".git/info/exclude", false, false},
+		{".git/objects/info/alternates", false, false},
+		{".git/worktrees/x/gitdir", false, false},
+		{".git", false, false},
+		{"sub/.git", false, false},
+		{"plant/HEAD", false, false},
+		{"HEAD", false, false},
+		{"x/commondir", false, false},
+		{".husky/pre-commit", false, false},
+		{".pre-commit-config.yaml", false, false},
+		{"sub/.envrc", false, false},
+		{"sub/.nvim.lua", false, false},
+		{"a/b/.exrc", false, false},
+		{"sub/.vscode/tasks.json", false, false},
+		{".zed/settings.json", false, false},
+		{".helix/languages.toml", false, false},
+		{".devcontainer/devcontainer.json", false, false},
+		{".vimrc", false, false},
+		{".npmrc", false, false},
+		{".claude/settings.json", false, false},
+		{".agentd/config", false, false},
+		{"AGENTS.md", false, false},
+		{"docs/agents.md", false, false},
+		{"x.code-workspace", false, false},
+		{".unknown-tool-rc", false, false},
+		{".GIT/config", false, false},
+		{".Husky/pre-commit", false, false},
+	} {
+		ok, why := Ordinary(tc.rel)
+		if ok != tc.ordinary || ok == (why != "") {
+			t.Errorf("Ordinary(%q) = %v, %q; want %v", tc.rel, ok, why, tc.ordinary)
 		}
-	}
-	for _, p := range got {
-		if prot, _, _ := Classify(p); !prot {
-			t.Errorf("%q is listed but Classify does not protect it", p)
+		if ok, _ := OrdinaryGitData(tc.rel); ok != tc.git {
+			t.Errorf("OrdinaryGitData(%q) = %v; want %v", tc.rel, ok, tc.git)
 		}
 	}
 }

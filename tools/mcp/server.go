@@ -17,6 +17,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/changeset"
+	"github.com/agentd/agentd/tools/fsafe"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -50,6 +52,11 @@ type Options struct {
 	Env []string
 	// MaxResultBytes caps the text of one result (0: DefaultMaxResultBytes).
 	MaxResultBytes int
+	// FS is the session's file-safety facade: a stdio server writes to a copy-on-write layer
+	// over the workspace (like a command), and after each call the allowlisted part of what it
+	// changed is applied through FS (package changeset); the rest is held and the result says
+	// so. Nil: nothing a server writes in the workspace is ever applied.
+	FS *fsafe.FS
 }
 
 // server is one configured MCP server in one session: its process or HTTP connection, its tools
@@ -76,16 +83,17 @@ type server struct {
 
 // conn is one running instance of a server.
 type conn struct {
-	cs   *sdk.ClientSession
-	done chan struct{} // closed when the instance has ended (process reaped, session closed)
-	exit error         // why it ended; set before done is closed
-	// unprotected: the sandbox stopped it because a path it mounted over changed outside
-	// (sandbox.Cmd.Unprotected); set before done is closed. Such a restart is not the server's
-	// failure and does not count against its budget.
-	unprotected bool
-	stop        context.CancelFunc
-	stderr      *tail
-	pid         int
+	cs     *sdk.ClientSession
+	done   chan struct{} // closed when the instance has ended (process reaped, session closed)
+	exit   error         // why it ended; set before done is closed
+	stop   context.CancelFunc
+	stderr *tail
+	pid    int
+	// applyMu orders applying the layer's changes (after a call) with Release (when the
+	// process ended), which discards the layer; released is set then.
+	applyMu  sync.Mutex
+	cmd      *sandbox.Cmd
+	released bool
 }
 
 func (c *conn) alive() bool {
@@ -243,15 +251,14 @@ func (s *server) startStdio(ctx context.Context, client *sdk.Client) (*conn, err
 	}
 	inR.Close()
 	outW.Close()
-	c := &conn{done: make(chan struct{}), stop: stop, stderr: errTail, pid: cmd.Process.Pid}
+	c := &conn{done: make(chan struct{}), stop: stop, stderr: errTail, pid: cmd.Process.Pid, cmd: cmd}
 	go func() {
 		werr := cmd.Wait()
+		c.applyMu.Lock()
 		cmd.Release()
+		c.released = true
+		c.applyMu.Unlock()
 		switch {
-		case len(cmd.Unprotected()) > 0:
-			c.unprotected = true
-			c.exit = fmt.Errorf("the server was stopped: %s changed outside the sandbox while it ran, which lifts the "+
-				"sandbox's protection of it%s", strings.Join(cmd.Unprotected(), ", "), errTail.suffix())
 		case werr != nil:
 			c.exit = fmt.Errorf("the server process ended: %v%s", werr, errTail.suffix())
 		default:
@@ -335,19 +342,16 @@ func (s *server) session(ctx context.Context) (*conn, error) {
 	if s.conn != nil && s.conn.alive() {
 		return s.conn, nil
 	}
-	free := false
 	if s.conn != nil {
-		s.err, free = s.conn.exit, s.conn.unprotected
+		s.err = s.conn.exit
 		s.conn = nil
 	}
-	if !free && s.restarts >= s.cfg.Restarts() {
+	if s.restarts >= s.cfg.Restarts() {
 		s.state = StateFailed
 		return nil, tools.Errorf(tools.ExecFailed, "MCP server %s is not running (%v) and was already restarted %d time(s) in this session; it is not started again until the next session",
 			s.cfg.Name, s.err, s.restarts)
 	}
-	if !free {
-		s.restarts++
-	}
+	s.restarts++
 	slog.Warn("restarting an MCP server", "server", s.cfg.Name, "restart", s.restarts, "why", s.err)
 	c, err := s.start(ctx)
 	if err != nil {
@@ -359,10 +363,17 @@ func (s *server) session(ctx context.Context) (*conn, error) {
 }
 
 // call runs one tool call.
-func (s *server) call(ctx context.Context, tool string, args map[string]any) (*sdk.CallToolResult, error) {
+// call calls a tool. note tells the model what became of the changes the call made in the
+// workspace (see applyChanges).
+func (s *server) call(ctx context.Context, tool string, args map[string]any) (_ *sdk.CallToolResult, note string, _ error) {
 	c, err := s.session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if c.cmd != nil {
+		// What the call wrote lands in the server's layer; it reaches the workspace through
+		// the gate's allowlist when the call returns, whatever the call's result.
+		defer func() { note = s.applyChanges(ctx, c) }()
 	}
 	timeout := s.cfg.CallTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -395,25 +406,25 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (*s
 	case o = <-ch:
 	case <-c.done:
 		// The server died mid-call: do not wait for the SDK to notice.
-		return nil, s.died(c, tool)
+		return nil, "", s.died(c, tool)
 	}
 	if o.err == nil {
-		return o.res, nil
+		return o.res, "", nil
 	}
 	switch {
 	case ctx.Err() != nil:
-		return nil, tools.Errorf(tools.Cancelled, "the call of %s on MCP server %s was cancelled (the server was told: notifications/cancelled)", tool, s.cfg.Name)
+		return nil, "", tools.Errorf(tools.Cancelled, "the call of %s on MCP server %s was cancelled (the server was told: notifications/cancelled)", tool, s.cfg.Name)
 	case cctx.Err() != nil:
-		return nil, tools.Errorf(tools.Timeout, "MCP server %s did not answer %s within %s; the call was cancelled (the server was told: notifications/cancelled)", s.cfg.Name, tool, timeout)
+		return nil, "", tools.Errorf(tools.Timeout, "MCP server %s did not answer %s within %s; the call was cancelled (the server was told: notifications/cancelled)", s.cfg.Name, tool, timeout)
 	case !c.alive() || errors.Is(o.err, sdk.ErrConnectionClosed) || errors.Is(o.err, io.EOF) || errors.Is(o.err, io.ErrUnexpectedEOF):
 		// The connection ended: the process is being reaped (or the HTTP session is gone).
 		select {
 		case <-c.done:
 		case <-time.After(2 * time.Second):
 		}
-		return nil, s.died(c, tool)
+		return nil, "", s.died(c, tool)
 	}
-	return nil, tools.Errorf(tools.ExecFailed, "MCP server %s failed the call of %s: %v", s.cfg.Name, tool, o.err)
+	return nil, "", tools.Errorf(tools.ExecFailed, "MCP server %s failed the call of %s: %v", s.cfg.Name, tool, o.err)
 }
 
 func (s *server) died(c *conn, tool string) error {
@@ -486,4 +497,25 @@ func (t *tail) suffix() string {
 		s = "…" + s[len(s)-600:]
 	}
 	return "; stderr: " + s
+}
+
+// applyChanges applies what the server changed in its layer since the last call (package
+// changeset) and returns the text that tells the model.
+func (s *server) applyChanges(ctx context.Context, c *conn) string {
+	c.applyMu.Lock()
+	defer c.applyMu.Unlock()
+	if c.released {
+		return ""
+	}
+	if s.opts.FS == nil {
+		if chs, _ := c.cmd.Changes(); len(chs) > 0 {
+			return "[NOT applied: what the server changed in the workspace (agentd has no workspace to apply it to here).]\n"
+		}
+		return ""
+	}
+	cs, err := changeset.Apply(context.WithoutCancel(ctx), s.opts.FS, c.cmd)
+	if err != nil {
+		return fmt.Sprintf("[None of the server's changes were applied: agentd could not read them (%v).]\n", err)
+	}
+	return cs.Text()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/fsafe"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -63,9 +64,14 @@ func testSandbox(t *testing.T) *sandbox.Sandbox {
 func startSet(t *testing.T, workspace string, servers ...ServerConfig) *Set {
 	t.Helper()
 	state := t.TempDir()
+	ws, err := fsafe.NewWorkspace(workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
 	set := Start(context.Background(), &Config{Servers: servers}, Options{
-		Workspace: workspace, Sandbox: testSandbox(t), CacheDir: filepath.Join(state, "cache"),
-		Policy: sandbox.Policy{TmpDir: t.TempDir(), StateDir: state, ProtectedPaths: sandbox.DefaultProtectedPaths},
+		Workspace: workspace, Sandbox: testSandbox(t), CacheDir: filepath.Join(state, "cache"), FS: fsafe.New(ws, fsafe.Options{}),
+		Policy: sandbox.Policy{TmpDir: t.TempDir(), StateDir: state},
 	})
 	t.Cleanup(set.Close)
 	return set
@@ -345,45 +351,37 @@ func TestServerThatFloodsItsOutputFailsToStart(t *testing.T) {
 	}
 }
 
-// TestServerStoppedByAHostReplacementRestartsFree: the user's git renaming config.lock over
-// .git/config detaches the sandbox's read-only mount on it; the server is stopped (it could
-// write there now), says why, and starts again at the next call without using its restart budget
-// (none here): the server did nothing wrong.
-func TestServerStoppedByAHostReplacementRestartsFree(t *testing.T) {
-	ws := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
-		t.Fatal(err)
+// TestFilesystemServerPlantIsHeld: the README's example server (server-filesystem) writes to
+// a copy-on-write layer like a command; after each call its ordinary changes apply and a
+// planted repository or hook is held, in every approval mode (the server's tools run without
+// a question in yolo), and the result says so.
+func TestFilesystemServerPlantIsHeld(t *testing.T) {
+	entry := npmServer(t, "filesystem")
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	set := startSet(t, ws, ServerConfig{Name: "fs", Command: "node", Args: []string{entry, ws}})
+	if st := set.Status()[0]; st.State != StateReady {
+		t.Fatalf("the filesystem server did not start: %+v", st)
 	}
-	config := filepath.Join(ws, ".git", "config")
-	if err := os.WriteFile(config, []byte("[core]\n"), 0o644); err != nil {
-		t.Fatal(err)
+	if testSandbox(t).Mode() != sandbox.ModeBwrap {
+		t.Skip("no copy-on-write layer without bubblewrap")
 	}
-	sc := ServerConfig{Name: "everything", Command: "node", Args: []string{npmServer(t, "everything")}, MaxRestarts: new(int)}
-	set := startSet(t, ws, sc)
-	echo := lookup(t, set, "everything__echo")
-	srv := echo.srv
-	srv.mu.Lock()
-	c := srv.conn
-	srv.mu.Unlock()
-	if sb := srv.opts.Sandbox; sb.Mode() != sandbox.ModeBwrap {
-		t.Skipf("sandbox mode %s mounts nothing", sb.Mode())
+	mkdir, write := lookup(t, set, "fs__create_directory"), lookup(t, set, "fs__write_file")
+	ctx := context.Background()
+	for _, d := range []string{"sub/.git", ".husky"} {
+		if _, err := run(ctx, t, mkdir, `{"path":"`+filepath.Join(ws, d)+`"}`); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(config+".lock", []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{"sub/.git/config", ".husky/pre-commit"} {
+		out, err := run(ctx, t, write, `{"path":"`+filepath.Join(ws, p)+`","content":"[core]\n\tfsmonitor = touch /tmp/x\n"}`)
+		if err != nil || !strings.Contains(textOf(out), "NOT applied") || !strings.Contains(textOf(out), p) {
+			t.Errorf("%s: %q %v", p, textOf(out), err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s reached the workspace", p)
+		}
 	}
-	if err := os.Rename(config+".lock", config); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server kept running after .git/config was replaced on the host")
-	}
-	if !strings.Contains(c.exit.Error(), config+" changed outside the sandbox") {
-		t.Errorf("exit: %v", c.exit)
-	}
-	out, err := run(context.Background(), t, echo, `{"message":"again"}`)
-	if err != nil || !strings.Contains(textOf(out), "again") {
-		t.Fatalf("after the stop: %q, %v", textOf(out), err)
+	if _, err := os.Lstat(filepath.Join(ws, "sub/.git")); err == nil {
+		t.Error("sub/.git reached the workspace")
 	}
 }

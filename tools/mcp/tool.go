@@ -178,8 +178,11 @@ func (t *Tool) ExecuteContent(ctx context.Context, call *tools.Call) (tools.Outp
 	if p, ok := call.Args.(*map[string]any); ok && p != nil {
 		args = *p
 	}
-	res, err := t.srv.call(ctx, t.remote, args)
+	res, note, err := t.srv.call(ctx, t.remote, args)
 	if err != nil {
+		if te, ok := err.(*tools.Error); ok && note != "" {
+			te.Message += "\n" + note
+		}
 		return tools.Output{}, err
 	}
 	out := mapResult(res, t.srv.opts.maxResult())
@@ -189,7 +192,10 @@ func (t *Tool) ExecuteContent(ctx context.Context, call *tools.Call) (tools.Outp
 			msg = "(no message)"
 		}
 		return tools.Output{}, &tools.Error{Type: tools.ExecFailed,
-			Message: fmt.Sprintf("MCP tool %s of server %s reported an error: %s", t.remote, t.srv.cfg.Name, msg)}
+			Message: fmt.Sprintf("MCP tool %s of server %s reported an error: %s", t.remote, t.srv.cfg.Name, msg) + "\n" + note}
+	}
+	if note != "" {
+		out.Content = append(out.Content, tools.Block{Type: "text", Text: note})
 	}
 	return out, nil
 }

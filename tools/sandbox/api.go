@@ -16,6 +16,10 @@ import (
 // package's test binary) into helper mode; see HelperMain.
 const HelperArg = helper.Arg
 
+// IsHelperArg reports whether argv[1] switches a binary into one of the helper's modes (the
+// command's helper, or the first stage that mounts the copy-on-write layers): call HelperMain then.
+func IsHelperArg(a string) bool { return a == helper.Arg || a == helper.LayerArg }
+
 // ExitHelperFailed is the exit status of the helper when it could not set up
 // the sandbox (bad policy, Landlock or seccomp refused, command not found). A
 // command killed by signal N exits 128+N in every mode (bubblewrap and the
@@ -462,7 +466,7 @@ func (f Features) layers(m Mode) string {
 }
 
 // Policy is what one command may do. Nil slices take the package defaults
-// (DefaultProtectedPaths, DefaultEnvAllow, DefaultSecretPaths); pass an empty
+// (DefaultEnvAllow, DefaultSecretPaths); pass an empty
 // non-nil slice to have none.
 type Policy struct {
 	// WorkspaceRoots are writable (absolute; must exist).
@@ -474,11 +478,13 @@ type Policy struct {
 	// the host /tmp is not writable, so set it.
 	TmpDir string
 
-	// ProtectedPaths are relative to each workspace root (".git/hooks",
-	// ".vscode"): bound read-only in ModeBwrap; a missing one gets a
-	// read-only empty placeholder so the command cannot create it. Not
-	// enforceable in ModeLandlock (reported in Cmd.Gaps).
-	ProtectedPaths []string
+	// LayerDir is where the commands' copy-on-write layers are made (ModeBwrap;
+	// absolute, outside every workspace root, on a file system that can be an
+	// overlay's upper layer). "" means "layers" in the state directory (see
+	// StateDir). The workspace roots are mounted as overlays whose upper layer
+	// is private to the command: it writes there, never to the workspace, and
+	// Cmd.Changes reads what it changed.
+	LayerDir string
 
 	// Network allows AF_INET/AF_INET6 and shares the host network namespace.
 	Network bool
@@ -530,15 +536,6 @@ type Policy struct {
 	// Unsandboxed runs the command with ModeNone. Set it only on an explicit
 	// per-command user decision.
 	Unsandboxed bool
-}
-
-// DefaultProtectedPaths are the workspace paths that configure or execute
-// code outside the sandbox later (git hooks, editor tasks, agentd's own
-// workspace config, direnv, MCP servers).
-var DefaultProtectedPaths = []string{
-	".git/hooks", ".git/config", ".gitmodules",
-	".agentd", ".vscode", ".idea", ".nvim.lua", ".nvimrc", ".exrc",
-	".envrc", ".mcp.json",
 }
 
 // DefaultEnvAllow are the variables a command keeps from the daemon's
@@ -682,21 +679,4 @@ func (p Policy) secretPaths() []string {
 		out = append(out, filepath.Clean(rd))
 	}
 	return out
-}
-
-// protectedPaths returns the validated protected relative paths.
-func (p Policy) protectedPaths() ([]string, error) {
-	list := p.ProtectedPaths
-	if list == nil {
-		list = DefaultProtectedPaths
-	}
-	var out []string
-	for _, r := range list {
-		c := filepath.Clean(r)
-		if r == "" || filepath.IsAbs(r) || c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(r, 0) {
-			return nil, fmt.Errorf("%w: protected path %q must be relative and inside the workspace", ErrPolicy, r)
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }

@@ -690,7 +690,11 @@ func (c *Cmd) blockForCgroups(join []string) error {
 	}
 	n := 3 + len(c.ExtraFiles)
 	c.ExtraFiles = append(slices.Clone(c.ExtraFiles), iw, br)
-	c.Args = slices.Insert(c.Args, 1, "--info-fd", strconv.Itoa(n), "--block-fd", strconv.Itoa(n+1))
+	at := 1 // after bubblewrap's path: Args[0], or after the layer stage's "--"
+	if len(c.Args) > 4 && c.Args[1] == LayerArg {
+		at = 5
+	}
+	c.Args = slices.Insert(c.Args, at, "--info-fd", strconv.Itoa(n), "--block-fd", strconv.Itoa(n+1))
 	c.place = &placement{join: join, info: ir, infoW: iw, blockR: br, block: bw}
 	return nil
 }

@@ -198,13 +198,13 @@ func forModes(t *testing.T, fn func(t *testing.T, sb *Sandbox)) {
 // env is a test workspace: ws (a git-like repo), a session tmp dir, a fake
 // home with secrets and a fake XDG_RUNTIME_DIR outside /tmp.
 type env struct {
-	ws, tmp, home, xdg string
+	ws, tmp, home, xdg, layers string
 }
 
 func newEnv(t *testing.T) env {
 	t.Helper()
 	base := t.TempDir()
-	e := env{ws: filepath.Join(base, "ws"), tmp: filepath.Join(base, "session-tmp")}
+	e := env{ws: filepath.Join(base, "ws"), tmp: filepath.Join(base, "session-tmp"), layers: filepath.Join(base, "layers")}
 	for _, d := range []string{e.ws + "/.git/hooks", e.ws + "/src", e.tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -235,7 +235,7 @@ func (e env) policy() Policy {
 	return Policy{
 		WorkspaceRoots: []string{e.ws},
 		TmpDir:         e.tmp,
-		ProtectedPaths: []string{".git/hooks", ".git/config", ".agentd", ".vscode", ".idea"},
+		LayerDir:       e.layers,
 		Home:           e.home,
 		RuntimeDir:     e.xdg,
 	}
@@ -252,6 +252,8 @@ type result struct {
 	stdout, stderr string
 	code           int
 	cmd            *Cmd
+	// changes are what the command changed (its copy-on-write layers), read before Release.
+	changes []Change
 }
 
 func (r result) String() string {
@@ -268,11 +270,15 @@ func runArgv(t *testing.T, sb *Sandbox, p Policy, dir string, argv ...string) re
 		t.Fatalf("Command: %v", err)
 	}
 	defer c.Release()
+	var err2 error
 	var so, se bytes.Buffer
 	c.Stdout, c.Stderr = &so, &se
 	c.WaitDelay = 5 * time.Second
 	err = c.Run()
 	r := result{stdout: so.String(), stderr: se.String(), cmd: c}
+	if r.changes, err2 = c.Changes(); err2 != nil {
+		t.Fatalf("Changes: %v", err2)
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

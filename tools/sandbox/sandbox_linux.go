@@ -142,9 +142,9 @@ type Cmd struct {
 	// place (bwrap mode with v1 cgroups) is how Start places bubblewrap's
 	// child in them; nil once done.
 	place *placement
-	// watch (bwrap mode) stops the command when a path its sandbox mounted
-	// over is removed or replaced outside it; see mountWatch.
-	watch *mountWatch
+	// layers (bwrap mode) are the command's copy-on-write layers; see
+	// layer_linux.go.
+	layers *layerSet
 }
 
 // Start starts the command and then closes the daemon's copy of the
@@ -158,6 +158,11 @@ type Cmd struct {
 // placeInCgroups); if that fails, the command is killed and reaped, and Start
 // returns the error.
 func (c *Cmd) Start() error {
+	if c.layers != nil {
+		if err := c.layers.markStart(); err != nil {
+			return fmt.Errorf("sandbox: layer: %w", err)
+		}
+	}
 	err := c.Cmd.Start()
 	if len(c.lifeline) > 0 {
 		c.lifeline[0].Close() // write end
@@ -173,26 +178,12 @@ func (c *Cmd) Start() error {
 	}
 	if err != nil {
 		c.closeLifeline()
-	} else {
-		c.watch.start(c.Kill)
 	}
 	return err
 }
 
-// Wait waits for the command (exec.Cmd.Wait) and then ends the watch on the
-// paths its sandbox mounted over: what the host does to them afterwards (the
-// git guard restoring .git/config, say) no longer concerns the command.
-func (c *Cmd) Wait() error {
-	err := c.Cmd.Wait()
-	c.watch.stop()
-	return err
-}
-
-// Unprotected lists the paths the command's sandbox had mounted over that
-// were removed or replaced outside the sandbox while the command ran, which
-// lifts their protection (the kernel detaches such mounts): the command was
-// killed when that happened. Call it after Wait.
-func (c *Cmd) Unprotected() []string { return c.watch.changed() }
+// Wait waits for the command (exec.Cmd.Wait).
+func (c *Cmd) Wait() error { return c.Cmd.Wait() }
 
 // Run starts the command and waits for it.
 func (c *Cmd) Run() error {
@@ -234,16 +225,15 @@ func (c *Cmd) closeLifeline() {
 // Release cleans up after the command: it SIGKILLs whatever is left in the
 // command's process group (bubblewrap can leave a half-set-up process there
 // when it is killed early; an unsandboxed command can leave background jobs),
-// and removes the empty read-only placeholders created for missing protected
-// paths once no other running command uses them. Call it after Wait (or if
-// the command is never started). It is idempotent.
+// and discards the command's copy-on-write layers (read Changes and apply
+// what you keep before). Call it after Wait (or if the command is never
+// started). It is idempotent.
 //
 // The sweep signals the process group id = the command's pid; that number
 // cannot be reused as a group id while any member is alive, and pids are not
 // recycled within the moment between Wait and Release in practice.
 func (c *Cmd) Release() {
 	c.once.Do(func() {
-		c.watch.stop() // before the placeholders go
 		if c.Process != nil {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
@@ -258,6 +248,7 @@ func (c *Cmd) Release() {
 		if c.release != nil {
 			c.release()
 		}
+		c.layers.remove()
 	})
 }
 
@@ -316,7 +307,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 
 	var cmd *exec.Cmd
 	var lifeline []*os.File
-	var watch *mountWatch
+	var layers *layerSet
 	release := func() {}
 	switch s.mode {
 	case ModeBwrap:
@@ -329,15 +320,16 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			return nil, err
 		}
 		release = plan.release
-		targets := plan.targets
-		if cfg.Landlock {
-			targets = slices.DeleteFunc(slices.Clone(targets), func(t string) bool { return slices.Contains(plan.landlocked, t) })
+		ldir := p.Layers()
+		if ldir == "" {
+			release()
+			return nil, fmt.Errorf("%w: no directory for the commands' copy-on-write layers (set LayerDir or StateDir)", ErrPolicy)
 		}
-		if watch, err = watchMounts(targets); err != nil {
+		if layers, err = newLayers(ldir, w.roots); err != nil {
 			release()
 			return nil, err
 		}
-		release = func() { watch.stop(); plan.release() }
+		release = func() { plan.release() }
 		if !s.feat.Cgroup.Kill() {
 			// Without a cgroup of its own, nothing would stop a command
 			// whose outer bwrap was killed before bubblewrap armed
@@ -367,6 +359,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		cj, err := json.Marshal(cfg)
 		if err != nil {
 			release()
+			layers.remove()
 			for _, f := range lifeline {
 				f.Close()
 			}
@@ -418,7 +411,17 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		deathSig = syscall.SIGTERM
 	}
 	finish(cmd, env, dir, deathSig)
-	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline, watch: watch}
+	if layers != nil {
+		// The first stage mounts the layers in a namespace of its own, then executes
+		// bubblewrap with the same arguments.
+		if cmd.Args, err = layers.wrap(s.helper, cmd.Args, cmd.SysProcAttr); err != nil {
+			release()
+			layers.remove()
+			return nil, err
+		}
+		cmd.Path = s.helper
+	}
+	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline, layers: layers}
 	if err := s.attachCgroup(c, p); err != nil {
 		c.Release()
 		return nil, err
@@ -527,9 +530,6 @@ type bwrapPlan struct {
 	args    []string
 	gaps    []string
 	release func()
-	// targets are the host paths mounted over (see mountWatch); landlocked are those of them
-	// that mask paths Landlock also denies reading ($HOME secrets, histories, agentd's state).
-	targets, landlocked []string
 }
 
 // planBwrap builds the bubblewrap arguments. Mounts are applied in order of
@@ -537,10 +537,6 @@ type bwrapPlan struct {
 // its ancestors: tmpfs /tmp, then the workspace below it, then .git pinned,
 // then .git/hooks read-only.
 func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string, sensitive []sensitiveEntry) (*bwrapPlan, error) {
-	prot, err := p.protectedPaths()
-	if err != nil {
-		return nil, err
-	}
 	var ops []mountOp
 	add := func(dst string, args ...string) { ops = append(ops, mountOp{args: args, dst: dst}) }
 	add("/", "--ro-bind", "/", "/")
@@ -578,7 +574,6 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 			add(real, "--ro-bind", "/dev/null", real)
 		}
 		masked = append(masked, real)
-		plan.landlocked = append(plan.landlocked, real)
 	}
 	if p.Network {
 		// /etc/resolv.conf often points into /run (systemd-resolved).
@@ -590,27 +585,10 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 		add(d, "--bind", d, d)
 	}
 
-	pl := &protectPlanner{writable: w.all}
-	for _, root := range w.roots {
-		for _, rel := range prot {
-			if err := pl.protect(root, filepath.Join(root, rel), 0); err != nil {
-				pl.releaseAll()
-				return nil, err
-			}
-		}
-	}
-	for _, m := range pl.ops {
-		add(m.dst, m.args...)
-	}
-	plan.gaps = append(plan.gaps, pl.gaps...)
-	plan.release = pl.releaseAll
-
-	// Git configurations holding a credential: a redacted copy, read-only, on top of the
-	// protected path's own read-only bind (same destination, added after it).
+	// Git configurations holding a credential: a redacted copy, read-only.
 	creds := p.gitCredentialFiles(w.roots)
 	srcs, releaseCopies, err := redactedCopies(creds)
 	if err != nil {
-		pl.releaseAll()
 		return nil, err
 	}
 	for i, c := range creds {
@@ -619,10 +597,9 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 		}
 		add(c.path, "--ro-bind", srcs[i], c.path)
 	}
-	plan.release = func() { pl.releaseAll(); releaseCopies() }
+	plan.release = releaseCopies
 
-	// Sensitive workspace files: after the protected paths, so that a path
-	// that is both (.ssh) ends up masked. A directory gets a read-only
+	// Sensitive workspace files: a directory gets a read-only
 	// empty tmpfs, a file /dev/null (read-only): reads return nothing, and
 	// a mount point cannot be renamed or removed.
 	for _, e := range sensitive {
@@ -653,249 +630,12 @@ func (s *Sandbox) planBwrap(p Policy, w writableSet, dir string, socks []string,
 
 	sort.SliceStable(ops, func(i, j int) bool { return depth(ops[i].dst) < depth(ops[j].dst) })
 	args := bwrapBaseArgs(p.Network)
-	top := map[string]string{} // destination → the kind of the last mount there
 	for _, o := range ops {
 		args = append(args, o.args...)
-		if o.args[0] != "--remount-ro" {
-			top[o.dst] = o.args[0]
-		}
-	}
-	// The host entries mounted over: each destination whose parent lies on a bind of the host
-	// (/ included), not on a file system of the sandbox's own (tmpfs, /dev, /proc).
-	for _, o := range ops {
-		switch o.dst {
-		case "/", "/dev", "/proc", "/tmp", "/run":
-			continue
-		}
-		a := filepath.Dir(o.dst)
-		for top[a] == "" {
-			a = filepath.Dir(a)
-		}
-		if k := top[a]; k != "--tmpfs" && k != "--dev" && k != "--proc" && !slices.Contains(plan.targets, o.dst) {
-			plan.targets = append(plan.targets, o.dst)
-		}
 	}
 	args = append(args, "--chdir", dir)
 	plan.args = args
 	return plan, nil
-}
-
-// protectPlanner computes the mounts that keep protected paths read-only.
-type protectPlanner struct {
-	writable []string
-	ops      []mountOp
-	gaps     []string
-	held     []string          // placeholders acquired
-	state    map[string]string // path → "pin" or "ro"
-}
-
-func (pl *protectPlanner) roBind(p string) {
-	if pl.state == nil {
-		pl.state = map[string]string{}
-	}
-	if pl.state[p] == "ro" {
-		return
-	}
-	// After a pin of the same path (same depth, stable order): on top of it.
-	pl.state[p] = "ro"
-	pl.ops = append(pl.ops, mountOp{args: []string{"--ro-bind", p, p}, dst: p})
-}
-
-// pin binds a directory onto itself (read-write) so that it becomes a mount
-// point: rename(2) and rmdir(2) of a mount point fail with EBUSY, so the
-// command cannot move .git away and put a fresh one (with hooks) in its place.
-func (pl *protectPlanner) pin(p string) {
-	if pl.state == nil {
-		pl.state = map[string]string{}
-	}
-	if pl.state[p] == "" { // never re-open a path already bound read-only
-		pl.state[p] = "pin"
-		pl.ops = append(pl.ops, mountOp{args: []string{"--bind", p, p}, dst: p})
-	}
-}
-
-func (pl *protectPlanner) writableRootOf(p string) string {
-	for _, d := range pl.writable {
-		if p == d || strings.HasPrefix(p, d+"/") {
-			return d
-		}
-	}
-	return ""
-}
-
-// protect makes target (an absolute path below a writable root) read-only:
-// every existing intermediate directory is pinned, the path itself is bound
-// read-only; the first missing component gets an empty read-only placeholder
-// directory; a symlink component is handled by protectSymlink.
-func (pl *protectPlanner) protect(root, target string, hops int) error {
-	rel, err := filepath.Rel(root, target)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil
-	}
-	comps := strings.Split(rel, "/")
-	cur := root
-	retries := 0
-	for i := 0; i < len(comps); i++ {
-		parent := cur
-		cur = filepath.Join(cur, comps[i])
-		last := i == len(comps)-1
-		held, fi, err := claimPlaceholder(cur)
-		switch {
-		case held:
-			// A placeholder (this command's, or shared with another running
-			// command, so that it is not removed while this one has it mounted).
-			pl.held = append(pl.held, cur)
-			pl.roBind(cur)
-			return nil
-		case errors.Is(err, errAppeared):
-			// Appeared meanwhile: look again.
-			if retries++; retries > 3 {
-				return fmt.Errorf("sandbox: protected path %s keeps changing", cur)
-			}
-			cur = parent
-			i--
-			continue
-		case err != nil:
-			return fmt.Errorf("sandbox: protected path %s: %w", cur, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return pl.protectSymlink(parent, cur, hops)
-		case last || !fi.IsDir():
-			pl.roBind(cur)
-			return nil
-		default:
-			pl.pin(cur)
-		}
-	}
-	return nil
-}
-
-// protectSymlink handles a protected path (or one of its directories) that is
-// a symlink. A mount cannot be placed on a symlink (mount(2) follows it), so:
-// the target, when it is inside a writable directory, is protected in turn;
-// the link entry itself is protected by making its parent directory
-// read-only, unless the parent is a writable root, which cannot be made
-// read-only as a whole: that residual risk (the command can replace the link)
-// is reported as a gap.
-func (pl *protectPlanner) protectSymlink(parent, link string, hops int) error {
-	if pl.writableRootOf(parent) != parent {
-		pl.roBind(parent)
-	} else {
-		pl.gaps = append(pl.gaps, fmt.Sprintf("protected path %s is a symlink directly in a writable root: its target is protected, but the link itself can be replaced", link))
-	}
-	if hops >= 8 {
-		return nil
-	}
-	t, err := os.Readlink(link)
-	if err != nil {
-		return nil
-	}
-	if !filepath.IsAbs(t) {
-		t = filepath.Join(parent, t)
-	}
-	t = filepath.Clean(t)
-	if r := pl.writableRootOf(t); r != "" {
-		return pl.protect(r, t, hops+1)
-	}
-	return nil
-}
-
-// releaseAll releases the placeholders pl holds, in parallel: removing a
-// directory that was a mount point in a sandbox whose mount namespace is
-// still being torn down detaches those mounts and waits for an RCU grace
-// period (a millisecond or more each); in parallel the waits overlap.
-func (pl *protectPlanner) releaseAll() {
-	var wg sync.WaitGroup
-	for _, h := range pl.held {
-		wg.Go(func() { releasePlaceholder(h) })
-	}
-	wg.Wait()
-	pl.held = nil
-}
-
-// Placeholders for missing protected paths are empty directories (mode 0555)
-// created on the host, bound read-only in the sandbox and removed again when
-// the last command using them is released. They are process-wide so that two
-// concurrent commands never remove a placeholder the other one still has
-// mounted (removing a mount point on the host would detach the mount in the
-// running sandbox).
-var placeholders = struct {
-	sync.Mutex
-	m map[string]*placeholder
-}{m: map[string]*placeholder{}}
-
-type placeholder struct {
-	refs     int
-	dev, ino uint64
-}
-
-func statID(p string) (dev, ino uint64, ok bool) {
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.IsDir() {
-		return 0, 0, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, false
-	}
-	return st.Dev, st.Ino, true
-}
-
-// errAppeared: the path came into existence (by someone else) while a
-// placeholder was being made for it.
-var errAppeared = errors.New("appeared meanwhile")
-
-// claimPlaceholder looks at the protected path p, all under the placeholder
-// lock, so that no command of this process creates or removes a placeholder
-// in between: when p is a live placeholder it takes a reference (held); when
-// p is missing it creates one (held); otherwise it returns p's Lstat, for the
-// caller to protect what is there. errAppeared says p was created by someone
-// else meanwhile.
-func claimPlaceholder(p string) (held bool, fi fs.FileInfo, err error) {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	if ph := placeholders.m[p]; ph != nil {
-		if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
-			ph.refs++
-			return true, nil, nil
-		}
-		delete(placeholders.m, p)
-	}
-	fi, err = os.Lstat(p)
-	if err == nil && removeStale(p) {
-		fi, err = nil, fs.ErrNotExist
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return false, fi, err
-	}
-	if err := makePlaceholder(p); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil, errAppeared
-		}
-		return false, nil, err
-	}
-	dev, ino, ok := statID(p)
-	if !ok {
-		return false, nil, fmt.Errorf("placeholder %s vanished", p)
-	}
-	placeholders.m[p] = &placeholder{refs: 1, dev: dev, ino: ino}
-	return true, nil, nil
-}
-
-func releasePlaceholder(p string) {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	ph := placeholders.m[p]
-	if ph == nil {
-		return
-	}
-	ph.refs--
-	if ph.refs > 0 {
-		return
-	}
-	delete(placeholders.m, p)
-	if dev, ino, ok := statID(p); ok && dev == ph.dev && ino == ph.ino {
-		_ = os.Remove(p) // fails harmlessly if someone put files in it
-	}
 }
 
 // stateDir returns agentd's state directory for the policy: StateDir, or the

@@ -37,11 +37,14 @@ func (c *Cmd) Kill() {}
 // Events are empty here.
 func (c *Cmd) Events() ResourceEvents { return ResourceEvents{} }
 
-// SweepPlaceholders does nothing here: no placeholders are made.
-func SweepPlaceholders(roots, protected []string) {}
+// SweepLayers does nothing here: no layers are made.
+func SweepLayers(string) []string { return nil }
 
-// Unprotected is always empty: nothing is mounted.
-func (c *Cmd) Unprotected() []string { return nil }
+// Changes is empty: commands have no layer here.
+func (c *Cmd) Changes() ([]Change, error) { return nil, nil }
+
+// Layered reports false: commands have no layer here.
+func (c *Cmd) Layered() bool { return false }
 
 // Detect reports that nothing is available on this OS.
 func Detect() Features {
@@ -69,3 +72,12 @@ func (s *Sandbox) Describe(Policy) string { return Detect().Summary(ModeNone, fa
 func (s *Sandbox) Command(context.Context, Policy, []string, string) (*Cmd, error) {
 	return nil, fmt.Errorf("%w: the sandbox needs Linux", ErrUnavailable)
 }
+
+// LockApply does nothing here.
+func (c *Cmd) LockApply() (func(), error) { return func() {}, nil }
+
+// Layers is "": no layers here.
+func (p Policy) Layers() string { return "" }
+
+// MarkApplied does nothing here.
+func (c *Cmd) MarkApplied() {}

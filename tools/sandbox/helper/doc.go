@@ -23,3 +23,8 @@ const ExitFailed = 125
 // and tested against). Lower kernel ABIs are used as they are; the missing rights are
 // reported by sandbox.Features.Missing.
 const MaxLandlockABI = 7
+
+// LayerArg is the reserved argv[1] of the helper's first stage in bubblewrap mode: started by
+// the daemon in a new user and mount namespace, it mounts each workspace root's copy-on-write
+// layer (overlayfs) over the root and then executes bubblewrap (see LayerMain).
+const LayerArg = "__sandbox-layer"

@@ -91,6 +91,10 @@ func Main() {
 		// The go command's cache program (GOCACHEPROG), started inside the sandbox.
 		os.Exit(gocache.Main(os.Args[2:]))
 	}
+	if len(os.Args) >= 2 && os.Args[1] == LayerArg {
+		runtime.LockOSThread()
+		os.Exit(layerRun(os.Args[2:]))
+	}
 	if len(os.Args) < 2 || os.Args[1] != Arg {
 		return
 	}

@@ -1,0 +1,336 @@
+//go:build linux
+
+package builtin_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/builtin"
+	"github.com/agentd/agentd/tools/changeset"
+	"github.com/agentd/agentd/tools/sandbox"
+)
+
+// daemonPolicy is the sandbox policy the daemon gives commands (harness/runtime.go), with a
+// state directory of the test's own (the layers live there).
+func daemonPolicy(t *testing.T) sandbox.Policy {
+	return sandbox.Policy{TmpDir: t.TempDir(), StateDir: t.TempDir()}
+}
+
+// bwrapSandbox is the bubblewrap sandbox. A machine without it skips the test with the reason,
+// except under CI=true, where .ci/run installs it.
+func bwrapSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{Mode: sandbox.ModeBwrap})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap unavailable in CI: %v", err)
+		}
+		t.Skipf("BUBBLEWRAP UNAVAILABLE on this machine, not tested: %v", err)
+	}
+	return sb
+}
+
+// layerFixture is a fixture whose bash runs in the bubblewrap sandbox under the daemon's policy.
+func layerFixture(t *testing.T, more ...func(*builtin.BashConfig)) *fixture {
+	t.Helper()
+	sb := bwrapSandbox(t)
+	return newFixture(t, withBash(func(b *builtin.BashConfig) {
+		b.Runner, b.Sandbox = nil, sb
+		b.Policy = daemonPolicy(t)
+		for _, m := range more {
+			m(b)
+		}
+	}))
+}
+
+// userGit runs the user's own git, unsandboxed, as the user would after the command; its
+// failure is returned, not fatal.
+func userGit(dir string, args ...string) string {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@u", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@u")
+	out, err := cmd.CombinedOutput()
+	return fmt.Sprintf("$ git %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out)
+}
+
+func mustUserGit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if out := userGit(dir, args...); !strings.Contains(out, "): <nil>\n") {
+		t.Fatal(out)
+	}
+}
+
+// gitWorkspace makes a repository with a commit, the extensions a sparse checkout turns on
+// (so that config.worktree is read), and an existing nested repository nested/.
+func gitWorkspace(t *testing.T, dir string) {
+	t.Helper()
+	mustUserGit(t, dir, "init", "-q")
+	mustUserGit(t, dir, "config", "core.repositoryformatversion", "1")
+	mustUserGit(t, dir, "config", "extensions.worktreeConfig", "true")
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustUserGit(t, dir, "add", "a.txt")
+	mustUserGit(t, dir, "commit", "-qm", "one")
+	mustUserGit(t, dir, "init", "-q", "nested")
+	mustUserGit(t, filepath.Join(dir, "nested"), "commit", "-q", "--allow-empty", "-m", "one")
+}
+
+// gitAttacks are commands that plant git metadata naming a program (evil.sh, which touches a
+// marker), and the directories where the user's git then runs it. The last four are the shapes
+// the git guard did not recognise (issue 22): objects/refs as a symlink or an executable file
+// next to HEAD and a config with core.fsmonitor, in a subdirectory or at the root of a
+// workspace that is not a repository.
+var gitAttacks = []struct {
+	name, script string
+	plain        bool     // the workspace is not a git repository
+	dirs         []string // where the user runs git status (and commit) afterwards
+	held         string   // a change the result must hold
+}{
+	{"commondir", `mkdir planted && cp -a .git/objects .git/refs .git/HEAD planted/ &&
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = %s\n' "$PWD/evil.sh" > planted/config &&
+echo ../planted > .git/commondir`, false, []string{"."}, ".git/commondir"},
+	{"config.worktree", `printf '[core]\n\tfsmonitor = %s\n' "$PWD/evil.sh" > .git/config.worktree`, false, []string{"."}, ".git/config.worktree"},
+	{"nested repository", `git init -q sub && git -C sub config core.fsmonitor "$PWD/evil.sh"`, false, []string{".", "sub"}, "sub/.git"},
+	{"gitdir file", `git init -q --separate-git-dir="$PWD/gd" d && git -C d config core.fsmonitor "$PWD/evil.sh"`, false, []string{".", "d"}, "d/.git"},
+	{"hooksPath in an existing nested repository", `mkdir -p hk && cp evil.sh hk/pre-commit && cp evil.sh hk/post-checkout &&
+git -C nested config core.hooksPath "$PWD/hk" && git -C nested config core.fsmonitor "$PWD/evil.sh"`, false, []string{"nested"}, "nested/.git/config"},
+	{"symlinked objects in a subdirectory", `mkdir -p s/refs && ln -s ../.git/objects s/objects && echo 'ref: refs/heads/main' > s/HEAD &&
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = %s\n' "$PWD/evil.sh" > s/config`, false, []string{"s"}, "s/HEAD"},
+	{"executable objects in a subdirectory", `mkdir -p s/refs && cp evil.sh s/objects && echo 'ref: refs/heads/main' > s/HEAD &&
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = %s\n' "$PWD/evil.sh" > s/config`, false, []string{"s"}, "s/HEAD"},
+	{"symlinked objects at the root", `git init -q --bare /tmp/b && ln -s /tmp/b/objects objects && mkdir refs && echo 'ref: refs/heads/main' > HEAD &&
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = %s\n' "$PWD/evil.sh" > config`, true, []string{"."}, "HEAD"},
+	{"executable objects at the root", `mkdir refs && cp evil.sh objects && echo 'ref: refs/heads/main' > HEAD &&
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = %s\n' "$PWD/evil.sh" > config`, true, []string{"."}, "HEAD"},
+}
+
+// evilScript is the command that writes evil.sh, which touches marker when run.
+func evilScript(marker string) string {
+	return fmt.Sprintf("printf '#!/bin/sh\\ntouch %s\\necho\\n' > evil.sh && chmod +x evil.sh && ", marker)
+}
+
+// runsEvil runs the user's git where the attack expects it and reports whether evil.sh ran.
+func runsEvil(ws string, dirs []string, marker string) (bool, string) {
+	var log strings.Builder
+	for _, d := range dirs {
+		log.WriteString(userGit(filepath.Join(ws, d), "status"))
+		log.WriteString(userGit(filepath.Join(ws, d), "commit", "-q", "--allow-empty", "-m", "x"))
+	}
+	_, err := os.Stat(marker)
+	return err == nil, log.String()
+}
+
+// TestGitAttackPayloadsAreLive checks the attacks themselves: planted directly, without agentd,
+// each one makes the user's git run evil.sh. (Otherwise the test below proves nothing.)
+func TestGitAttackPayloadsAreLive(t *testing.T) {
+	for _, a := range gitAttacks {
+		t.Run(a.name, func(t *testing.T) {
+			ws, _ := filepath.EvalSymlinks(t.TempDir())
+			if !a.plain {
+				gitWorkspace(t, ws)
+			}
+			marker := filepath.Join(t.TempDir(), "ran")
+			script := strings.ReplaceAll(evilScript(marker)+a.script, "/tmp/b", filepath.Join(t.TempDir(), "b"))
+			cmd := exec.Command("bash", "-c", script)
+			cmd.Dir = ws
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("planting: %v\n%s", err, out)
+			}
+			if ran, log := runsEvil(ws, a.dirs, marker); !ran {
+				t.Errorf("the attack does not run its program when planted directly:\n%s", log)
+			}
+		})
+	}
+}
+
+// TestBashHoldsPlantedRepositories is each attack through the real tool and the real sandbox:
+// the command writes to its layer, the repository shape is held (nobody approved it), the
+// user's git runs nothing, and the result says what was held and why.
+func TestBashHoldsPlantedRepositories(t *testing.T) {
+	for _, a := range gitAttacks {
+		t.Run(a.name, func(t *testing.T) {
+			f := layerFixture(t)
+			if !a.plain {
+				gitWorkspace(t, f.dir)
+			}
+			marker := filepath.Join(t.TempDir(), "ran")
+			r := f.call("bash", bash(evilScript(marker)+a.script))
+			if ran, log := runsEvil(f.dir, a.dirs, marker); ran {
+				t.Errorf("the user's git ran the program the command planted:\n%s\n%s", r.Text(), log)
+			}
+			wantType(t, r, tools.OK, "NOT applied", " "+a.held+": ")
+			d := r.Details.(builtin.BashDetails)
+			if d.Changes == nil || !slices.ContainsFunc(d.Changes.Held, func(c changeset.CommandChange) bool { return c.Path == a.held }) {
+				t.Errorf("details do not hold %s: %+v", a.held, d.Changes)
+			}
+		})
+	}
+}
+
+// TestBashAppliesOrdinaryWork: git's own writes for ordinary commands (index, objects, refs,
+// logs, stash, tags, a nested repository's commit), sources and build outputs apply without a
+// question, and the user's git sees the commits.
+func TestBashAppliesOrdinaryWork(t *testing.T) {
+	f := layerFixture(t)
+	gitWorkspace(t, f.dir)
+	script := `set -e
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@a
+echo b > a.txt && git add a.txt && git commit -qm two
+git switch -q -c feature && echo c > a.txt && git stash -q && git stash pop -q && git commit -qam three
+git tag v1 && git log --oneline | wc -l && git status --short
+git -C nested commit -q --allow-empty -m two
+mkdir -p build/.cache node_modules/.bin && echo out > build/app && chmod +x build/app && ln -s ../x node_modules/.bin/x
+echo '*.o' > .gitignore
+git init -q "$TMPDIR/scratch" && git -C "$TMPDIR/scratch" commit -q --allow-empty -m x && echo scratch ok`
+	r := f.call("bash", bash(script))
+	wantType(t, r, tools.OK, "3\n", "scratch ok", "[exit status 0]", "Changes applied")
+	if strings.Contains(r.Text(), "NOT applied") {
+		t.Errorf("ordinary work held:\n%s", r.Text())
+	}
+	if out := userGit(f.dir, "log", "--oneline", "feature"); strings.Count(out, "\n") != 4 {
+		t.Errorf("the user's git does not see the three commits:\n%s", out)
+	}
+	if out := userGit(filepath.Join(f.dir, "nested"), "log", "--oneline"); strings.Count(out, "\n") != 3 {
+		t.Errorf("the nested repository's commit did not apply:\n%s", out)
+	}
+	if fi, err := os.Stat(filepath.Join(f.dir, "build/app")); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("build output: %v %v", fi, err)
+	}
+	if l, err := os.Readlink(filepath.Join(f.dir, "node_modules/.bin/x")); err != nil || l != "../x" {
+		t.Errorf("symlink: %q %v", l, err)
+	}
+	mustUserGit(t, f.dir, "status")
+}
+
+// TestBashHoldsHooksAndToolConfigs: hook managers and the configurations editors and tools run
+// (at any depth, including those no list protected before) are held; ordinary files apply.
+func TestBashHoldsHooksAndToolConfigs(t *testing.T) {
+	f := layerFixture(t)
+	held := []string{".husky/pre-commit", ".pre-commit-config.yaml", "sub/.envrc", "sub/.nvim.lua", "sub/.exrc",
+		"sub/.vscode/tasks.json", ".zed/settings.json", ".helix/config.toml", ".devcontainer/devcontainer.json",
+		".vimrc", ".npmrc", ".claude/settings.json", "AGENTS.md", ".agentd/mcp.json", "deep/a/b/.nvim.lua"}
+	var script strings.Builder
+	script.WriteString("set -e\nmkdir -p src && echo 'package x' > src/x.go\n")
+	for _, p := range held {
+		fmt.Fprintf(&script, "mkdir -p %s && echo planted > %s\n", filepath.Dir(p), p)
+	}
+	r := f.call("bash", bash(script.String()))
+	wantType(t, r, tools.OK, "created src/x.go")
+	d := r.Details.(builtin.BashDetails)
+	for _, p := range held {
+		if _, err := os.Lstat(filepath.Join(f.dir, p)); err == nil {
+			t.Errorf("%s reached the workspace", p)
+		}
+		if !slices.ContainsFunc(d.Changes.Held, func(c changeset.CommandChange) bool { return c.Path == p }) {
+			t.Errorf("%s is not listed as held", p)
+		}
+	}
+	if f.content("src/x.go") != "package x\n" {
+		t.Error("the ordinary file did not apply")
+	}
+}
+
+// recorder is a tools.ChangeRecorder that remembers what it was told.
+type recorder struct {
+	mu            sync.Mutex
+	before, after []string
+}
+
+func (r *recorder) BeforeChange(p []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.before = append(r.before, p...)
+	return nil
+}
+
+func (r *recorder) AfterChange(p []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.after = append(r.after, p...)
+}
+
+// TestBashChangesAreRecorded: what a command changes is recorded for the turn's checkpoint
+// before it is applied, including what skip-worktree hides from git; .git/info/exclude, which
+// hides files from git, is held.
+func TestBashChangesAreRecorded(t *testing.T) {
+	f := layerFixture(t)
+	gitWorkspace(t, f.dir)
+	rec := &recorder{}
+	ctx := tools.WithChangeRecorder(context.Background(), rec)
+	r := f.runCtx(ctx, nil, "bash", bash(`set -e
+echo evil >> a.txt && git update-index --skip-worktree a.txt
+echo x > hidden.txt && echo hidden.txt >> .git/info/exclude
+rm nested/.git/description 2>/dev/null || true`))
+	wantType(t, r, tools.OK, "modified a.txt", "created hidden.txt", " .git/info/exclude: ")
+	for _, p := range []string{"a.txt", "hidden.txt"} {
+		abs := filepath.Join(f.dir, p)
+		if !slices.Contains(rec.before, abs) || !slices.Contains(rec.after, abs) {
+			t.Errorf("%s not recorded: before %q after %q", p, rec.before, rec.after)
+		}
+	}
+	if f.content("a.txt") != "a\nevil\n" {
+		t.Errorf("a.txt = %q", f.content("a.txt"))
+	}
+}
+
+// TestBashNeverOverwritesTheUsersChange: a file the user changes while the command runs is a
+// conflict: the user's version stays, the command's is held and reported.
+func TestBashNeverOverwritesTheUsersChange(t *testing.T) {
+	var tmp string
+	f := layerFixture(t, func(b *builtin.BashConfig) { tmp = b.Policy.TmpDir })
+	f.write("a.txt", "one\n")
+	f.write("b.txt", "one\n")
+	// The FIFOs are in the session's tmp dir: a FIFO in the workspace would be the layer's.
+	ready, gate := filepath.Join(tmp, "ready"), filepath.Join(tmp, "gate")
+	for _, p := range []string{ready, gate} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := make(chan tools.Result, 1)
+	go func() {
+		results <- f.call("bash", bash(fmt.Sprintf(`echo cmd > a.txt; echo cmd > b.txt; echo ready > %s; read x < %s`, ready, gate)))
+	}()
+	// The command changed both files once it writes to the FIFO.
+	if b, err := os.ReadFile(ready); err != nil || string(b) != "ready\n" {
+		t.Fatalf("the command did not start: %q %v", b, err)
+	}
+	f.write("a.txt", "user\n")
+	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r := <-results
+	wantType(t, r, tools.OK, " a.txt: the file also changed in the workspace while the command ran", "modified b.txt")
+	if f.content("a.txt") != "user\n" || f.content("b.txt") != "cmd\n" {
+		t.Errorf("a.txt %q (want the user's), b.txt %q (want the command's)", f.content("a.txt"), f.content("b.txt"))
+	}
+}
+
+// forSandboxModes runs fn once per sandbox mode. A mode this machine cannot provide is skipped
+// with the reason, except under CI=true, where .ci/run installs what every mode needs.
+func forSandboxModes(t *testing.T, fn func(t *testing.T, sb *sandbox.Sandbox)) {
+	for _, m := range []sandbox.Mode{sandbox.ModeBwrap, sandbox.ModeLandlock} {
+		t.Run(m.String(), func(t *testing.T) {
+			sb, err := sandbox.New(sandbox.Options{Mode: m})
+			if err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("sandbox mode %s unavailable in CI: %v", m, err)
+				}
+				t.Skipf("SANDBOX MODE %s UNAVAILABLE on this machine, not tested: %v", m, err)
+			}
+			fn(t, sb)
+		})
+	}
+}

@@ -1,0 +1,321 @@
+// Package changeset applies what a command or an MCP server changed — its change set, read from
+// its copy-on-write layer (sandbox.Cmd.Changes) — to the workspace: the allowlisted part
+// (fsafe.Ordinary, one list with the file tools) now, recorded for the turn's checkpoint first
+// (tools.ChangeRecorder); everything else is held, with the reason.
+package changeset
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentd/agentd/tools"
+	"github.com/agentd/agentd/tools/fsafe"
+	"github.com/agentd/agentd/tools/sandbox"
+)
+
+// CommandChange is one entry of a command's change set (read from its copy-on-write layer) as
+// agentd handled it.
+type CommandChange struct {
+	// Path is shown like the tools show paths: relative to the first root, else absolute.
+	Path string `json:"path"`
+	// Kind is created, modified, deleted, renamed or mode; Type file, dir, symlink or other.
+	Kind string `json:"kind"`
+	Type string `json:"type"`
+	From string `json:"from,omitzero"`
+	// Reason says why a held change was not applied.
+	Reason string `json:"reason,omitzero"`
+	// Conflict: the workspace's entry changed while the command ran.
+	Conflict bool `json:"conflict,omitzero"`
+}
+
+// ChangeSet is what became of a command's changes: Applied reached the workspace (checkpointed
+// like edits, so the turn reverts them), Held did not.
+type ChangeSet struct {
+	Applied []CommandChange `json:"applied,omitzero"`
+	Held    []CommandChange `json:"held,omitzero"`
+}
+
+// changeApplier decides and applies one change set. Everything it looks at on disk is the
+// workspace as it is (the layer's lower layer): nothing of the change set is applied before
+// every change was judged.
+type changeApplier struct {
+	fs *fsafe.FS
+	// heads are directories (root-relative, "." the root) that hold a HEAD file, in the
+	// workspace or in the change set; headChecked caches the workspace look-ups.
+	heads       map[string]bool
+	headChecked map[string]bool
+	// heldDirs are created directories that were held: what is below them is held too.
+	heldDirs []string
+}
+
+// Apply applies the allowlisted part of a command's change set under the workspace's apply lock
+// and returns what it did. A change set that cannot be read applies nothing. Call it after the
+// command ended (or, for a server that keeps running, after each call) and before Release.
+func Apply(ctx context.Context, fsys *fsafe.FS, cmd *sandbox.Cmd) (ChangeSet, error) {
+	e := &env{fs: fsys}
+	if !cmd.Layered() {
+		return ChangeSet{}, nil
+	}
+	unlock, err := cmd.LockApply()
+	if err != nil {
+		return ChangeSet{}, err
+	}
+	defer unlock()
+	chs, err := cmd.Changes()
+	if err != nil || len(chs) == 0 {
+		return ChangeSet{}, err
+	}
+	defer cmd.MarkApplied()
+	a := &changeApplier{fs: fsys, heads: map[string]bool{}, headChecked: map[string]bool{}}
+	for _, ch := range chs {
+		if ch.Kind != sandbox.Deleted && strings.EqualFold(path.Base(ch.Path), "HEAD") {
+			a.heads[ch.Root+"\x00"+path.Dir(ch.Path)] = true
+		}
+	}
+	var out ChangeSet
+	var apply []sandbox.Change
+	held := func(ch sandbox.Change, reason string) {
+		if ch.Type == sandbox.TypeDir && ch.Kind == sandbox.Created {
+			a.heldDirs = append(a.heldDirs, ch.Root+"\x00"+ch.Path)
+		}
+		out.Held = append(out.Held, e.commandChange(ch, reason))
+	}
+	for _, ch := range chs {
+		if reason := a.verdict(ch); reason != "" {
+			held(ch, reason)
+			continue
+		}
+		apply = append(apply, ch)
+	}
+	// A directory is deleted only when everything below it was.
+	for i := len(apply) - 1; i >= 0; i-- {
+		ch := apply[i]
+		if ch.Kind != sandbox.Deleted || ch.Type != sandbox.TypeDir {
+			continue
+		}
+		if slices.ContainsFunc(out.Held, func(h CommandChange) bool {
+			return strings.HasPrefix(h.Path, e.showRel(ch.Root, ch.Path)+"/")
+		}) {
+			held(ch, "not everything in it could be deleted (see the other changes)")
+			apply = slices.Delete(apply, i, i+1)
+		}
+	}
+	if len(apply) == 0 {
+		return out, nil
+	}
+	var files []string
+	for _, ch := range apply {
+		if ch.Type == sandbox.TypeDir {
+			continue
+		}
+		files = append(files, filepath.Join(ch.Root, filepath.FromSlash(ch.Path)))
+		if ch.From != "" {
+			files = append(files, filepath.Join(ch.Root, filepath.FromSlash(ch.From)))
+		}
+	}
+	rec := tools.ChangeRecorderFrom(ctx)
+	if rec != nil {
+		if err := rec.BeforeChange(files); err != nil {
+			for _, ch := range apply {
+				held(ch, fmt.Sprintf("agentd could not keep a copy to make it revertible (%v)", err))
+			}
+			return out, nil
+		}
+		defer rec.AfterChange(files)
+	}
+	for _, ch := range apply {
+		if err := e.applyOne(ctx, ch); err != nil {
+			held(ch, fmt.Sprintf("applying it failed: %v", err))
+			continue
+		}
+		out.Applied = append(out.Applied, e.commandChange(ch, ""))
+	}
+	return out, nil
+}
+
+func (e *env) applyOne(ctx context.Context, ch sandbox.Change) error {
+	op := fsafe.ApplyOp{Root: ch.Root, Rel: ch.Path, Src: ch.Source, Target: ch.Target, Mode: ch.Mode}
+	switch {
+	case ch.Kind == sandbox.Deleted:
+		op.Kind = fsafe.ApplyRemove
+	case ch.Kind == sandbox.ModeChanged:
+		op.Kind = fsafe.ApplyChmod
+	case ch.Type == sandbox.TypeDir:
+		op.Kind = fsafe.ApplyMkdir
+	case ch.Type == sandbox.TypeSymlink:
+		op.Kind = fsafe.ApplySymlink
+	default:
+		op.Kind = fsafe.ApplyFile
+	}
+	if err := e.fs.Apply(ctx, op); err != nil {
+		return err
+	}
+	if ch.Kind == sandbox.Renamed {
+		return e.fs.Apply(ctx, fsafe.ApplyOp{Kind: fsafe.ApplyRemove, Root: ch.Root, Rel: ch.From})
+	}
+	return nil
+}
+
+// verdict is "" when the change applies without review, else why not. It is the allowlist of
+// fsafe.Ordinary (one list with the file tools), plus what only a change set can do: git data
+// below an existing .git directory is ordinary, a new repository shape is not.
+func (a *changeApplier) verdict(ch sandbox.Change) string {
+	switch {
+	case ch.Conflict:
+		return "the file also changed in the workspace while the command ran (you, an editor or another program): the command's version was not written over it"
+	case ch.Type == sandbox.TypeOther:
+		return "a FIFO, socket or device file: agentd applies only files, directories and symbolic links"
+	case ch.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0:
+		return "set-user-ID or set-group-ID permission bits"
+	case ch.Type == sandbox.TypeSymlink && !linkStaysInside(ch.Path, ch.Target):
+		return "a symbolic link to " + ch.Target + ", which is outside the workspace root"
+	}
+	for _, p := range []string{ch.Path, ch.From} {
+		if p == "" {
+			continue
+		}
+		if r := a.pathVerdict(ch, p); r != "" {
+			return r
+		}
+	}
+	if ch.Kind != sandbox.Deleted && ch.Type == sandbox.TypeFile && a.fs.Unsaved(filepath.Join(ch.Root, filepath.FromSlash(ch.Path))) {
+		return "the file is open in the editor with unsaved changes"
+	}
+	return ""
+}
+
+func (a *changeApplier) pathVerdict(ch sandbox.Change, p string) string {
+	key := ch.Root + "\x00" + p
+	for _, d := range a.heldDirs {
+		if strings.HasPrefix(key, d+"/") {
+			return "it is inside " + strings.TrimPrefix(d, ch.Root+"\x00") + ", which was not applied"
+		}
+	}
+	if gitAt := gitComponent(p); gitAt >= 0 {
+		comps := strings.Split(p, "/")
+		gitDir := strings.Join(comps[:gitAt+1], "/")
+		if fi, err := os.Lstat(filepath.Join(ch.Root, filepath.FromSlash(gitDir))); err != nil || !fi.IsDir() {
+			return gitDir + " is a new git repository: git would obey its configuration, which can run programs"
+		}
+		if ch.Type == sandbox.TypeSymlink {
+			return "a symbolic link inside " + gitDir + ": git data is files and directories"
+		}
+		if ok, why := fsafe.OrdinaryGitData(p); !ok {
+			return why
+		}
+		return ""
+	}
+	if ok, why := fsafe.Ordinary(p); !ok {
+		return why
+	}
+	for d := path.Dir(p); ; d = path.Dir(d) {
+		if a.holdsHead(ch.Root, d) {
+			return fmt.Sprintf("it is inside %s, which holds a HEAD file: git treats such a directory as a repository, whose configuration can run programs", d)
+		}
+		if d == "." {
+			break
+		}
+	}
+	return ""
+}
+
+// holdsHead reports whether the directory dir of root holds a HEAD file (git's test for a
+// repository directory), in the workspace or in the change set.
+func (a *changeApplier) holdsHead(root, dir string) bool {
+	key := root + "\x00" + dir
+	if a.heads[key] {
+		return true
+	}
+	if !a.headChecked[key] {
+		a.headChecked[key] = true
+		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), "HEAD")); err == nil {
+			a.heads[key] = true
+		}
+	}
+	return a.heads[key]
+}
+
+// gitComponent is the index of the first ".git" component of p (case-folded), or -1.
+func gitComponent(p string) int {
+	for i, c := range strings.Split(p, "/") {
+		if strings.EqualFold(c, ".git") {
+			return i
+		}
+	}
+	return -1
+}
+
+// linkStaysInside reports whether a symbolic link at rel with this target points inside the root.
+func linkStaysInside(rel, target string) bool {
+	if target == "" || path.IsAbs(target) {
+		return false
+	}
+	t := path.Clean(path.Join(path.Dir(rel), target))
+	return t != ".." && !strings.HasPrefix(t, "../")
+}
+
+// env is the workspace a change set applies to.
+type env struct{ fs *fsafe.FS }
+
+func (e *env) showRel(root, rel string) string {
+	if roots := e.fs.Workspace().Roots(); len(roots) > 0 && root == roots[0] {
+		return rel
+	}
+	return filepath.Join(root, filepath.FromSlash(rel))
+}
+
+func (e *env) commandChange(ch sandbox.Change, reason string) CommandChange {
+	c := CommandChange{Path: e.showRel(ch.Root, ch.Path), Kind: string(ch.Kind), Type: ch.Type, Reason: reason, Conflict: ch.Conflict}
+	if ch.From != "" {
+		c.From = e.showRel(ch.Root, ch.From)
+	}
+	return c
+}
+
+// Text renders the change set for the model.
+func (s ChangeSet) Text() string {
+	var b strings.Builder
+	if len(s.Applied) > 0 {
+		b.WriteString("[Changes applied to the workspace:")
+		for i, c := range s.Applied {
+			if i == 40 {
+				fmt.Fprintf(&b, " … and %d more", len(s.Applied)-i)
+				break
+			}
+			b.WriteString(" " + c.describe())
+			if i < len(s.Applied)-1 {
+				b.WriteByte(',')
+			}
+		}
+		b.WriteString("]\n")
+	}
+	if len(s.Held) > 0 {
+		b.WriteString("[NOT applied — these changes need the user's review, and nobody approved them; the workspace does not have them:\n")
+		for i, c := range s.Held {
+			if i == 40 {
+				fmt.Fprintf(&b, "  … and %d more\n", len(s.Held)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", c.describe(), c.Reason)
+		}
+		b.WriteString("Do not try to make these changes another way; if they are needed, tell the user what and why.]\n")
+	}
+	return b.String()
+}
+
+func (c CommandChange) describe() string {
+	kind := c.Kind
+	if c.Type == sandbox.TypeDir {
+		kind += " directory"
+	}
+	if c.From != "" {
+		return fmt.Sprintf("%s %s → %s", kind, c.From, c.Path)
+	}
+	return kind + " " + c.Path
+}
