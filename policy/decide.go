@@ -325,6 +325,9 @@ func (p *Policy) decideExec(req *Request, mode Mode) Verdict {
 		if _, files, ok := strings.Cut(pc.Sandbox, sandbox.SensitiveUnmasked); ok {
 			return ask(false, "without bubblewrap the sandbox cannot hide the workspace's sensitive files%s; the command can read them", files)
 		}
+		if strings.Contains(pc.Sandbox, sandbox.NoLayer) {
+			return ask(false, "without bubblewrap there is no copy-on-write layer: the command writes your files directly and agentd cannot review what it changes")
+		}
 	}
 	if req.network() {
 		return ask(false, "the command asks for network access")

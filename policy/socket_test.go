@@ -99,3 +99,20 @@ func TestUnmaskedSensitiveFilesAsk(t *testing.T) {
 		t.Errorf("yolo, nothing unmasked: %+v, want allow", v)
 	}
 }
+
+// TestNoLayerAsks: when the sandbox has no copy-on-write layer (Landlock without bubblewrap),
+// every command asks, in every mode (read-only ones too), and no grant covers it.
+func TestNoLayerAsks(t *testing.T) {
+	for _, mode := range []Mode{ModeYolo, ModeAutoEdit, ModePlan} {
+		p, err := New(Config{Mode: mode, Rules: DefaultRules()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := cmdReq("ls")
+		req.Preview = &tools.Preview{Command: &tools.CommandPreview{Argv: []string{"bash", "-c", "ls"},
+			Sandbox: "Landlock ABI 7 + seccomp (no bubblewrap); network off; " + sandbox.NoLayer + " (no bubblewrap): the command writes your files directly, unreviewed"}}
+		if v := p.Decide(req); v.Decision != Ask || v.Grantable || !strings.Contains(v.Reason, "copy-on-write") {
+			t.Errorf("%s, no layer: %+v, want a non-grantable ask", mode, v)
+		}
+	}
+}

@@ -143,8 +143,8 @@ func (f Features) Missing() []string {
 		if !f.UserNamespaces && f.UserNamespacesErr != "" {
 			why = "user namespaces unusable: " + f.UserNamespacesErr
 		}
-		out = append(out, fmt.Sprintf("bubblewrap (%s): protected paths (.git/hooks, .vscode, …) stay writable, "+
-			"$HOME secrets and /tmp are not masked, no PID or network namespace", why))
+		out = append(out, fmt.Sprintf("bubblewrap (%s): "+NoLayer+": commands write the workspace directly and agentd cannot "+
+			"review what they change, so every command asks; $HOME secrets and /tmp are not masked, no PID or network namespace", why))
 	}
 	switch {
 	case f.LandlockABI < 1:
@@ -570,6 +570,11 @@ var DefaultSecretPaths = []string{
 // mask single files (Sandbox.Describe); an approval policy asks when it sees
 // it.
 const SensitiveUnmasked = "sensitive files NOT masked"
+
+// NoLayer starts the part of a ModeLandlock summary (and of its gaps) that says the command has
+// no copy-on-write layer: it writes the workspace directly, and no change set is reviewed. The
+// approval policy asks for every such command, in every mode.
+const NoLayer = "NO copy-on-write layer"
 
 // env computes the command's environment: Env filtered by EnvAllow, then
 // DefaultSetEnv, SetEnv and TMPDIR.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -175,5 +176,70 @@ func waitFile(t *testing.T, p string) {
 		if _, err := syscall.Read(fd, buf); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMaskRefusesTooManyKeys: with 40,000 files named like keys every command failed with
+// "argument list too long" (one bubblewrap mount per masked file, on the command line). The
+// options now go through --args, and beyond what one sandbox can mount the command is refused
+// with a clear error rather than failing obscurely (or running unmasked).
+func TestMaskRefusesTooManyKeys(t *testing.T) {
+	sb := requireMode(t, ModeBwrap)
+	e := newEnv(t)
+	keys := filepath.Join(e.ws, "keys")
+	if err := os.MkdirAll(keys, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40000 {
+		mustWrite(t, filepath.Join(keys, fmt.Sprintf("k%05d.pem", i)), "PRIVATE\n")
+	}
+	_, err := sb.Command(context.Background(), e.policy(), []string{"true"}, e.ws)
+	if err == nil || !strings.Contains(err.Error(), "40000 sensitive files") || !strings.Contains(err.Error(), "was not run") {
+		t.Fatalf("Command: %v; want a clear refusal", err)
+	}
+	// Within the limit, every key is masked.
+	for i := MaxMasked - 100; i < 40000; i++ {
+		os.Remove(filepath.Join(keys, fmt.Sprintf("k%05d.pem", i)))
+	}
+	r := runBash(t, sb, e.policy(), "cat keys/k00000.pem keys/k02399.pem; echo done")
+	if r.code != 0 || strings.Contains(r.stdout, "PRIVATE") || !strings.Contains(r.stdout, "done") {
+		t.Errorf("%d keys: %s", MaxMasked-100, r)
+	}
+}
+
+// TestMaskFailsClosed: a sensitive file below a path longer than PATH_MAX cannot be named by a
+// mount; the walk (by directory handles) finds it, and the command does not run, saying why.
+// Before, the walk opened directories by absolute path, skipped the error, and ran the command
+// with the file unmasked.
+func TestMaskFailsClosed(t *testing.T) {
+	sb := requireMode(t, ModeBwrap)
+	e := newEnv(t)
+	fd, err := syscall.Open(e.ws, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 250)
+	for range 20 { // 20 × 251 bytes: beyond PATH_MAX (4096)
+		if err := syscall.Mkdirat(fd, name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := syscall.Openat(fd, name, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syscall.Close(fd)
+		fd = next
+	}
+	env, err := syscall.Openat(fd, ".env", syscall.O_CREAT|syscall.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Write(env, []byte("TOKEN=secret\n"))
+	syscall.Close(env)
+	syscall.Close(fd)
+	t.Cleanup(func() { exec.Command("rm", "-rf", e.ws).Run() })
+	_, err = sb.Command(context.Background(), e.policy(), []string{"true"}, e.ws)
+	if err == nil || !strings.Contains(err.Error(), "cannot be masked") || !strings.Contains(err.Error(), "was not run") {
+		t.Fatalf("Command: %v; want a refusal naming the unmaskable file", err)
 	}
 }

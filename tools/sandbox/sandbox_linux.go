@@ -8,17 +8,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/tools/fsafe"
 )
@@ -108,8 +112,13 @@ func (s *Sandbox) Describe(p Policy) string {
 	}
 	sum += "; " + s.feat.LimitsSummary(s.limitsFor(p))
 	if s.mode == ModeLandlock {
+		sum += "; " + NoLayer + " (no bubblewrap): the command writes your files directly, unreviewed"
 		if w, err := resolveWritable(p); err == nil {
-			if ents := slices.Concat(findSensitive(w.roots, p.ReadableSensitive), p.credentialEntries(w.roots)); len(ents) > 0 {
+			found, err := findSensitive(w.roots, p.ReadableSensitive)
+			if err != nil {
+				return sum + "; " + SensitiveUnmasked + " (no bubblewrap): " + err.Error()
+			}
+			if ents := slices.Concat(found, p.credentialEntries(w.roots)); len(ents) > 0 {
 				sum += "; " + SensitiveUnmasked + " (no bubblewrap): " + sensitiveNames(ents, 5)
 			}
 		}
@@ -145,6 +154,9 @@ type Cmd struct {
 	// layers (bwrap mode) are the command's copy-on-write layers; see
 	// layer_linux.go.
 	layers *layerSet
+	// argsFile holds bubblewrap's options (--args); the daemon's copy is closed once
+	// bubblewrap started.
+	argsFile *os.File
 }
 
 // Start starts the command and then closes the daemon's copy of the
@@ -164,6 +176,10 @@ func (c *Cmd) Start() error {
 		}
 	}
 	err := c.Cmd.Start()
+	if c.argsFile != nil {
+		c.argsFile.Close()
+		c.argsFile = nil
+	}
 	if len(c.lifeline) > 0 {
 		c.lifeline[0].Close() // write end
 		c.lifeline = c.lifeline[1:]
@@ -249,6 +265,9 @@ func (c *Cmd) Release() {
 			c.release()
 		}
 		c.layers.remove()
+		if c.argsFile != nil {
+			c.argsFile.Close()
+		}
 	})
 }
 
@@ -297,7 +316,15 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			cfg.DenyRead = append(cfg.DenyRead, sp)
 		}
 	}
-	sensitive := findSensitive(w.roots, p.ReadableSensitive)
+	sensitive, err := findSensitive(w.roots, p.ReadableSensitive)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the command was not run: it could see what the mask would hide)", err)
+	}
+	if s.mode == ModeBwrap && len(sensitive) > MaxMasked {
+		return nil, fmt.Errorf("%w: the workspace holds %d sensitive files to mask (%s), more than the %d one command's sandbox can mask "+
+			"(one mount each); the command was not run. Keep such files in a directory masked whole (.ssh, .aws, .gnupg) or outside the workspace",
+			ErrPolicy, len(sensitive), sensitiveNames(sensitive, 3), MaxMasked)
+	}
 	if !cfg.Landlock {
 		gaps = append(gaps, "no Landlock: "+orUnknown(s.feat.LandlockErr))
 	}
@@ -308,6 +335,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 	var cmd *exec.Cmd
 	var lifeline []*os.File
 	var layers *layerSet
+	var argsFile *os.File
 	release := func() {}
 	switch s.mode {
 	case ModeBwrap:
@@ -365,9 +393,20 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			}
 			return nil, err
 		}
-		args := append(plan.args, "--", s.helper, HelperArg, string(cj), "--")
+		// bubblewrap's options (one mount per masked file: thousands in a workspace of
+		// keys) are passed in a memory file (--args), not on the command line, whose size
+		// the kernel limits ("argument list too long").
+		if argsFile, err = argsMemfd(plan.args); err != nil {
+			release()
+			layers.remove()
+			for _, f := range lifeline {
+				f.Close()
+			}
+			return nil, err
+		}
+		args := []string{"--args", strconv.Itoa(3 + len(lifeline)), "--", s.helper, HelperArg, string(cj), "--"}
 		cmd = exec.CommandContext(ctx, s.feat.BwrapPath, append(args, argv...)...)
-		cmd.ExtraFiles = lifeline
+		cmd.ExtraFiles = append(lifeline, argsFile)
 	case ModeLandlock:
 		cfg.Inet = p.Network
 		cfg.Supervise = true
@@ -380,7 +419,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			return nil, fmt.Errorf("%w: the helper binary %s is inside a writable directory; the command could replace it", ErrPolicy, s.helper)
 		}
 		gaps = append(gaps,
-			"no mount namespace: protected paths (.git/hooks, .vscode, …) are writable",
+			NoLayer+" (no user namespaces for bubblewrap): the command writes the workspace directly; what it changes is not reviewed, held or checkpointed",
 			"no PID namespace: leftover processes are killed by the helper when the command ends; processes that called setsid survive a SIGKILL sent straight to the helper",
 			"no private /tmp: TMPDIR points to the session tmp dir, the host /tmp is read-only",
 			"other processes' command lines in /proc are readable")
@@ -421,7 +460,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 		}
 		cmd.Path = s.helper
 	}
-	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline, layers: layers}
+	c := &Cmd{Cmd: cmd, Mode: s.mode, Summary: s.Describe(p), Gaps: gaps, release: release, lifeline: lifeline, layers: layers, argsFile: argsFile}
 	if err := s.attachCgroup(c, p); err != nil {
 		c.Release()
 		return nil, err
@@ -712,9 +751,15 @@ type sensitiveEntry struct {
 // (unless an approved path lies below it: then its entries are listed one by
 // one); symlinks are not followed while walking, and a sensitive-named
 // symlink is resolved to what it points at (a dangling one is skipped:
-// nothing to read). Unreadable directories are skipped: the command, which
-// runs as the same user, cannot list them either.
-func findSensitive(roots, approved []string) []sensitiveEntry {
+// nothing to read).
+//
+// The walk goes by directory handles (openat from the parent's descriptor,
+// never by absolute path), so depth and path length do not stop it; and it
+// fails closed: an error other than a directory the user may not read (the
+// command, running as the same user, cannot list it either) is returned, and
+// the command does not run. A sensitive file whose path a mount cannot name
+// (longer than PATH_MAX) is an error too.
+func findSensitive(roots, approved []string) ([]sensitiveEntry, error) {
 	ok := map[string]bool{}
 	for _, a := range approved {
 		if filepath.IsAbs(a) {
@@ -730,32 +775,48 @@ func findSensitive(roots, approved []string) []sensitiveEntry {
 		return false
 	}
 	var out []sensitiveEntry
-	var walk func(root, dir, rel string, forced bool)
+	var walk func(d *os.File, dir, rel string, forced bool) error
 	var prev, rec map[string]*listedDir
-	walk = func(root, dir, rel string, forced bool) {
-		l, err := listDirCached(dir, rel, prev[dir], rec)
+	walk = func(d *os.File, dir, rel string, forced bool) error {
+		l, err := listDirCached(d, dir, rel, prev[dir], rec)
 		if err != nil {
-			return
+			return fmt.Errorf("listing %s: %w", dir, err)
 		}
 		for i, e := range l.ents {
 			sens := forced || l.sens[i]
 			if !sens && !l.isDir[i] {
 				continue // neither sensitive nor walked into
 			}
-			abs := filepath.Join(dir, e.Name())
+			abs := dir + "/" + e.Name()
 			r := e.Name()
 			if rel != "" {
 				r = rel + "/" + e.Name()
 			}
 			isDir := e.IsDir()
-			if !sens {
-				if isDir {
-					walk(root, abs, r, false)
+			if !sens || (isDir && approvedBelow(abs) && e.Type()&fs.ModeSymlink == 0) {
+				if !isDir {
+					continue
+				}
+				fd, err := unix.Openat(int(d.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				switch {
+				case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOENT):
+					continue // unreadable for the command too, or gone
+				case err != nil:
+					return fmt.Errorf("opening %s: %w", abs, err)
+				}
+				sub := os.NewFile(uintptr(fd), abs)
+				err = walk(sub, abs, r, sens)
+				sub.Close()
+				if err != nil {
+					return err
 				}
 				continue
 			}
 			if ok[abs] {
 				continue
+			}
+			if len(abs) >= unix.PathMax {
+				return fmt.Errorf("%s… is sensitive (%s) and its path is longer than the %d bytes a mount can name, so it cannot be masked", abs[:80], e.Name(), unix.PathMax)
 			}
 			if e.Type()&fs.ModeSymlink != 0 {
 				t, err := filepath.EvalSymlinks(abs)
@@ -769,19 +830,24 @@ func findSensitive(roots, approved []string) []sensitiveEntry {
 				out = append(out, sensitiveEntry{path: t, rel: r, dir: fi.IsDir()})
 				continue
 			}
-			if isDir && approvedBelow(abs) {
-				walk(root, abs, r, true)
-				continue
-			}
 			out = append(out, sensitiveEntry{path: abs, rel: r, dir: isDir})
 		}
+		return nil
 	}
 	for _, root := range roots {
+		d, err := os.Open(root)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
+		}
 		prev, rec = listings.get(root), map[string]*listedDir{}
-		walk(root, root, "", false)
+		err = walk(d, root, "", false)
+		d.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
+		}
 		listings.put(root, rec)
 	}
-	return out
+	return out, nil
 }
 
 // listedDir is a directory findSensitive listed: its entries and what identified its state.
@@ -828,12 +894,7 @@ func (c *listingCache) put(root string, l map[string]*listedDir) {
 
 // listDirCached lists dir (rel below its root) and classifies its entries, or returns prev
 // when dir did not change since prev was listed; it records the listing in rec.
-func listDirCached(dir, rel string, prev *listedDir, rec map[string]*listedDir) (*listedDir, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+func listDirCached(f *os.File, dir, rel string, prev *listedDir, rec map[string]*listedDir) (*listedDir, error) {
 	now := sensClock()
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
@@ -847,7 +908,7 @@ func listDirCached(dir, rel string, prev *listedDir, rec map[string]*listedDir) 
 		return prev, nil
 	}
 	sensDirsRead.Add(1)
-	ents, err := f.ReadDir(-1)
+	ents, err := readDirAll(f)
 	if err != nil {
 		return nil, err
 	}
@@ -878,4 +939,40 @@ func sensitiveNames(ents []sensitiveEntry, n int) string {
 		names = append(names, e.rel)
 	}
 	return strings.Join(names, ", ")
+}
+
+// readDirAll reads every entry of the open directory f, from its start (f may have been read
+// before: the descriptor is rewound).
+func readDirAll(f *os.File) ([]fs.DirEntry, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return f.ReadDir(-1)
+}
+
+// MaxMasked is the most sensitive workspace entries one bubblewrap command masks (three
+// arguments each, within bubblewrap's limit of 9,000 arguments, beside its other mounts).
+const MaxMasked = 2500
+
+// argsMemfd returns a memory file holding args, NUL-separated, for bubblewrap's --args.
+func argsMemfd(args []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("agentd-bwrap-args", 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: bubblewrap arguments: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "agentd-bwrap-args")
+	var b bytes.Buffer
+	for _, a := range args {
+		b.WriteString(a)
+		b.WriteByte(0)
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sandbox: bubblewrap arguments: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
