@@ -243,3 +243,36 @@ func TestMaskFailsClosed(t *testing.T) {
 		t.Fatalf("Command: %v; want a refusal naming the unmaskable file", err)
 	}
 }
+
+// TestMaskSurvivesHostReplacement: the mount watch that stopped a command when the host replaced
+// a masked file is gone; the masks now sit on the layer's merged view, which a rename on the host
+// (an editor saving .env) does not detach: the command still reads the mask.
+func TestMaskSurvivesHostReplacement(t *testing.T) {
+	sb := requireMode(t, ModeBwrap)
+	e := newEnv(t)
+	mustWrite(t, e.ws+"/.env", "OLD=1\n")
+	ready, gate := filepath.Join(e.tmp, "ready"), filepath.Join(e.tmp, "gate")
+	for _, p := range []string{ready, gate} {
+		if err := mkfifo(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan result, 1)
+	go func() {
+		done <- runBash(t, sb, e.policy(), fmt.Sprintf(`cat .env; echo ready > %s; read x < %s; cat .env; echo end`, ready, gate))
+	}()
+	if b, err := os.ReadFile(ready); err != nil || string(b) != "ready\n" {
+		t.Fatalf("the command did not start: %q %v", b, err)
+	}
+	mustWrite(t, e.ws+"/.env.tmp", "NEW=secret\n")
+	if err := os.Rename(e.ws+"/.env.tmp", e.ws+"/.env"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if strings.Contains(r.stdout, "OLD") || strings.Contains(r.stdout, "secret") || !strings.Contains(r.stdout, "end") {
+		t.Errorf("a masked file was readable:\n%s", r)
+	}
+}
