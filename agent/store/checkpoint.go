@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/agent"
@@ -570,23 +571,130 @@ func (c *Checkpoints) Middleware() agent.Middleware {
 	}
 }
 
+// manifestSaves counts manifest saves (each an fsync), for tests of batching.
+var manifestSaves atomic.Int64
+
 // changeRecorder is a call's tools.ChangeRecorder.
 type changeRecorder struct{ c *Checkpoints }
 
-func (r changeRecorder) BeforeChange(paths []string) error {
-	for _, p := range paths {
-		if err := r.c.BeforeWrite(p); err != nil {
+func (r changeRecorder) BeforeChange(paths []string) error { return r.c.BeforeWriteAll(paths) }
+func (r changeRecorder) AfterChange(paths []string)        { r.c.AfterWriteAll(paths) }
+
+// BeforeWriteAll is BeforeWrite for many files with one manifest save: a command's change set
+// can hold thousands of files (a package install), and a save per file would cost an fsync each.
+func (c *Checkpoints) BeforeWriteAll(absPaths []string) error {
+	var ps []fsafe.Path
+	for _, a := range absPaths {
+		if c.known(a) {
+			continue
+		}
+		p, err := c.ws.Resolve(a)
+		if err != nil {
 			return err
 		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.cur
+	if m == nil {
+		return ErrNoTurn
+	}
+	c.st.objMu.RLock()
+	defer c.st.objMu.RUnlock()
+	n0 := len(m.Files)
+	fail := func(err error) error {
+		m.Files = m.Files[:n0]
+		return err
+	}
+	seen := map[string]bool{}
+	for _, f := range m.Files {
+		seen[f.Path] = true
+	}
+	for _, p := range ps {
+		if seen[p.Abs()] {
+			continue
+		}
+		seen[p.Abs()] = true
+		rec := &fileRecord{Path: p.Abs(), Rel: p.Rel()}
+		if inGitDir(p.Rel()) {
+			rec.NotKept = ReasonGitDir
+		} else {
+			img, data, err := readState(p, c.maxBytes)
+			if tools.TypeOf(err, "") == tools.Oversized {
+				return fail(tools.Errorf(tools.Oversized, "%s is larger than %d bytes, the most a checkpoint keeps", p.Rel(), c.maxBytes))
+			}
+			if err != nil {
+				return fail(err)
+			}
+			switch {
+			case img.Other != "":
+				rec.Pre, rec.NotKept = img, ReasonNotRegular
+			case img.Exists:
+				if err := c.st.putObject(img.SHA256, data); err != nil {
+					return fail(fmt.Errorf("store: keep the content of %s: %w", p.Rel(), err))
+				}
+				rec.Pre = img
+			}
+		}
+		m.Files = append(m.Files, rec)
+	}
+	if len(m.Files) == n0 {
+		return nil
+	}
+	reverted := m.Reverted
+	m.Reverted = nil
+	if err := c.ensureIntentLog(m.Turn); err != nil {
+		m.Reverted = reverted
+		return fail(fmt.Errorf("store: save checkpoint: %w", err))
+	}
+	if err := c.saveManifest(m); err != nil {
+		m.Reverted = reverted
+		return fail(err)
 	}
 	return nil
 }
 
-func (r changeRecorder) AfterChange(paths []string) {
-	for _, p := range paths {
-		if err := r.c.AfterWrite(p); err != nil {
-			r.c.st.log.Error("store: cannot record a file's new content; the turn's revert will skip it",
-				"session", r.c.session, "path", p, "err", err)
+// AfterWriteAll is AfterWrite for many files with one manifest save. Files without a
+// BeforeWrite in this turn are skipped; failures are logged (the revert skips such a file).
+func (c *Checkpoints) AfterWriteAll(absPaths []string) {
+	var ps []fsafe.Path
+	for _, a := range absPaths {
+		if p, err := c.ws.Resolve(a); err == nil {
+			ps = append(ps, p)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.cur
+	if m == nil {
+		return
+	}
+	byPath := map[string]*fileRecord{}
+	for _, f := range m.Files {
+		byPath[f.Path] = f
+	}
+	changed := false
+	for _, p := range ps {
+		rec := byPath[p.Abs()]
+		if rec == nil || rec.NotKept != "" {
+			continue
+		}
+		img, _, err := readState(p, c.maxBytes)
+		if err != nil {
+			c.st.log.Error("store: cannot record a file's new content; the turn's revert will skip it",
+				"session", c.session, "path", p.Abs(), "err", err)
+			continue
+		}
+		rec.Post, rec.Intended = &img, nil
+		changed = true
+	}
+	if changed {
+		if err := c.saveManifest(m); err != nil {
+			c.st.log.Error("store: cannot save a turn's checkpoint manifest", "session", c.session, "turn", m.Turn, "err", err)
 		}
 	}
 }
@@ -920,6 +1028,7 @@ func readManifest(p string) (*manifest, error) {
 }
 
 func (c *Checkpoints) saveManifest(m *manifest) error {
+	manifestSaves.Add(1)
 	m.Updated = time.Now().UTC()
 	b, err := json.MarshalIndent(m, "", "\t")
 	if err != nil {
