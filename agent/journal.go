@@ -3,6 +3,8 @@ package agent
 import (
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/tools"
 )
 
 // Journal persists a session as an append-only sequence of entries. The loop appends as things
@@ -163,7 +165,8 @@ func answerDanglingCalls(h []Message) []Message {
 	}
 	for _, c := range h[last].ToolCalls {
 		if !answered[c.ID] {
-			h = append(h, Message{Role: RoleTool, ToolCallID: c.ID, ToolName: c.Name, Content: msgInterrupted})
+			h = append(h, Message{Role: RoleTool, ToolCallID: c.ID, ToolName: c.Name, Content: msgInterrupted,
+				IsError: true, ErrorType: tools.Cancelled})
 		}
 	}
 	return h

@@ -61,6 +61,11 @@ type Message struct {
 	// journal what a message is, so a nudge or a compaction's summary is never shown as the
 	// user's words. Journals written before it existed are classified on replay (Replay).
 	Kind MessageKind `json:"kind,omitzero"`
+	// IsError and ErrorType are a tool message's typed result (tools.Result), kept for the
+	// transcript: a tool failed when its result said so, never because of what its text says.
+	// Like Kind, they are never sent to the model.
+	IsError   bool             `json:"isError,omitzero"`
+	ErrorType tools.ResultType `json:"errorType,omitzero"`
 }
 
 // MessageKind is the kind of a message agentd wrote on its own (Message.Kind).

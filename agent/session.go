@@ -529,7 +529,8 @@ func (s *Session) takeCalls(turnID string, m *Message) ([]ToolCall, unreadCalls)
 // appendResults adds one tool message per result, in the model's order.
 func (s *Session) appendResults(turnID string, calls []ToolCall, results []tools.Result) {
 	for i, r := range results {
-		m := Message{Role: RoleTool, ToolCallID: calls[i].ID, ToolName: calls[i].Name, Content: resultText(r)}
+		m := Message{Role: RoleTool, ToolCallID: calls[i].ID, ToolName: calls[i].Name, Content: resultText(r),
+			IsError: r.IsError, ErrorType: r.Type}
 		for _, b := range r.Content {
 			if b.Type == "image" {
 				m.Images = append(m.Images, b.Data)
@@ -549,6 +550,24 @@ func resultText(r tools.Result) string {
 		return "(no output)"
 	}
 	return t
+}
+
+// ResultOf is the typed result a tool message of the history records (the inverse of
+// resultText): its type, whether it failed, and the tool's own text. A journal written before
+// tool messages recorded their type gives an ok result of the text the model read.
+func ResultOf(m Message) tools.Result {
+	r := tools.Result{CallID: m.ToolCallID, Tool: m.ToolName, Type: tools.OK, IsError: m.IsError}
+	text := m.Content
+	if m.IsError {
+		r.Type = m.ErrorType
+		text = strings.TrimPrefix(text, "Error ("+string(m.ErrorType)+"): ")
+	} else if text == "(no output)" {
+		text = ""
+	}
+	if text != "" {
+		r.Content = []tools.Block{{Type: "text", Text: text}}
+	}
+	return r
 }
 
 // requestMessages is the history as sent to the model. In text-tool mode, tool results become

@@ -49,6 +49,9 @@ const (
 	AnswerAccept           = "accept"
 	AnswerAcceptForSession = "acceptForSession"
 	AnswerReject           = "reject"
+	// AnswerRejectForSession rejects the call and every later one its Grant's scope covers, for
+	// the rest of the session (a policy refusal, kept as grants are: policy.Policy.Refusals).
+	AnswerRejectForSession = "rejectForSession"
 	AnswerCancelTurn       = "cancelTurn"
 )
 
@@ -57,7 +60,7 @@ type Answer struct {
 	Decision string
 	// Hunks are the accepted hunks of an edit (nil: all).
 	Hunks []string
-	// Grant is the scope of an acceptForSession.
+	// Grant is the scope of an acceptForSession or a rejectForSession.
 	Grant *policy.Grant
 	// Reason is the user's reason for a reject, told to the model.
 	Reason string
@@ -104,6 +107,10 @@ func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 	case policy.Deny:
 		return agent.GateDecision{Type: tools.PermissionDenied, Reason: v.Reason, By: store.ByPolicy}, nil
 	}
+	if r, ok := g.h.Policy.Refusals().Covering(preq); ok && v.Grantable {
+		return agent.GateDecision{Type: tools.RejectedByUser, By: store.ByGrant,
+			Reason: "the user rejected " + r.String() + " for this session"}, nil
+	}
 	if g.ask == nil {
 		// Nobody to ask (agentd run without a terminal). Not a rejection by the user: the call
 		// gets its own result type, and the turn ends, since nothing the model does can obtain
@@ -148,6 +155,19 @@ func (g *gate) answer(ans Answer, by string, v policy.Verdict, sockets, sensitiv
 			}
 		}
 		return agent.GateDecision{Allow: true, Approval: approvalOf(sockets)}, nil
+	case AnswerRejectForSession:
+		if ans.Grant == nil {
+			return agent.GateDecision{}, errors.New("a rejection for the session needs its scope")
+		}
+		r, err := g.h.Policy.Refusals().Add(*ans.Grant)
+		if err != nil {
+			return agent.GateDecision{}, err
+		}
+		reason := ans.Reason
+		if reason == "" {
+			reason = "the user rejected " + r.String() + " for this session"
+		}
+		return agent.GateDecision{Reason: tools.RejectionReason(reason, pv, ans.HunkReasons)}, nil
 	case AnswerUnavailable:
 		// Fail closed, and tell the truth: the user did not reject it. Nothing the model does
 		// in this turn can obtain the approval, so the turn ends, as in `agentd run`.

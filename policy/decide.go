@@ -137,6 +137,7 @@ func (r *Request) classify(rs *Rules) Classification {
 type Policy struct {
 	rules         *Rules
 	grants        *Grants
+	refusals      *Grants
 	protect       []pathPattern
 	sensitive     []pathPattern
 	protectedDirs []string
@@ -150,7 +151,7 @@ func New(cfg Config) (*Policy, error) {
 	if !cfg.Mode.Valid() {
 		return nil, fmt.Errorf("policy: invalid mode %d", int(cfg.Mode))
 	}
-	p := &Policy{mode: cfg.Mode, rules: cfg.Rules, grants: NewGrants()}
+	p := &Policy{mode: cfg.Mode, rules: cfg.Rules, grants: NewGrants(), refusals: NewGrants()}
 	if p.rules == nil {
 		p.rules = DefaultRules()
 	}
@@ -199,6 +200,11 @@ func (p *Policy) Rules() *Rules { return p.rules }
 
 // Grants returns the policy's session grants.
 func (p *Policy) Grants() *Grants { return p.grants }
+
+// Refusals are the session's "reject for this session" answers, kept as grants are: a request
+// one of them covers is refused without asking the user again (the harness's gate consults them
+// where the policy would ask). Like a grant, a refusal never covers what no grant may.
+func (p *Policy) Refusals() *Grants { return p.refusals }
 
 // Classify classifies a shell command with the policy's rules.
 func (p *Policy) Classify(cmd string) Classification { return p.rules.Classify(cmd) }

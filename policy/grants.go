@@ -162,13 +162,18 @@ func (g *Grants) Clear() {
 // rules: the daemon should use Policy.Decide and Policy.Settles, which consult the grants with
 // the policy's rules applied.
 func (g *Grants) Covers(req Request) bool {
+	_, ok := g.Covering(req)
+	return ok
+}
+
+// Covering returns a grant that covers the request (see Covers).
+func (g *Grants) Covering(req Request) (Grant, bool) {
 	var cl *Classification
 	if req.access() == tools.AccessExec {
 		c := req.classify(nil)
 		cl = &c
 	}
-	_, ok := g.covering(&req, cl)
-	return ok
+	return g.covering(&req, cl)
 }
 
 // Settles returns the indexes of the pending requests the grants cover (see Covers; prefer
