@@ -41,6 +41,14 @@ type MessageEnd struct {
 	Usage      Usage
 }
 
+// ReplyRecorded is the model's reply as the history records it, right after its MessageEnd: the
+// text without the tool calls written in it, and the calls it made with their IDs, none started
+// yet (each gets its ToolStart and ToolEnd).
+type ReplyRecorded struct {
+	TurnID  string
+	Message Message
+}
+
 // ToolStart opens a tool call. Args are the arguments exactly as the model sent them.
 type ToolStart struct {
 	CallID string
@@ -84,15 +92,16 @@ type TurnEnd struct {
 	Err    error
 }
 
-func (TurnStart) isEvent()    {}
-func (MessageStart) isEvent() {}
-func (MessageDelta) isEvent() {}
-func (MessageEnd) isEvent()   {}
-func (ToolStart) isEvent()    {}
-func (ToolUpdate) isEvent()   {}
-func (ToolEnd) isEvent()      {}
-func (Compacted) isEvent()    {}
-func (TurnEnd) isEvent()      {}
+func (TurnStart) isEvent()     {}
+func (MessageStart) isEvent()  {}
+func (MessageDelta) isEvent()  {}
+func (MessageEnd) isEvent()    {}
+func (ReplyRecorded) isEvent() {}
+func (ToolStart) isEvent()     {}
+func (ToolUpdate) isEvent()    {}
+func (ToolEnd) isEvent()       {}
+func (Compacted) isEvent()     {}
+func (TurnEnd) isEvent()       {}
 
 // UserMessage is a user message that joined a running turn (steering).
 type UserMessage struct {

@@ -374,6 +374,7 @@ func (s *Session) steps(ctx context.Context, turnID string) (reason string, err 
 		overflowed = false
 		calls, bad := s.takeCalls(turnID, &resp.Message)
 		s.appendMessage(turnID, resp.Message)
+		s.kernel.Emit(ReplyRecorded{TurnID: turnID, Message: resp.Message})
 		if bad.none() {
 			unread = 0
 		} else {

@@ -200,7 +200,7 @@ func TestTextOnlyTurn(t *testing.T) {
 	if text != "Hello there." {
 		t.Errorf("deltas = %q", text)
 	}
-	want := "agent.TurnStart agent.MessageStart agent.MessageDelta agent.MessageDelta agent.MessageEnd agent.TurnEnd"
+	want := "agent.TurnStart agent.MessageStart agent.MessageDelta agent.MessageDelta agent.MessageEnd agent.ReplyRecorded agent.TurnEnd"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("events = %s", got)
 	}

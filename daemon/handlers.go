@@ -143,8 +143,8 @@ func (c *client) sessionAttach(params []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	outputs := ls.attach(c)
-	return rpc.SessionAttachResult{Session: ls.info(), History: ls.history(outputs), PendingReviews: ls.pendingReviews()}, nil
+	snap := ls.attach(c)
+	return rpc.SessionAttachResult{Session: ls.info(), History: ls.history(snap), PendingReviews: ls.pendingReviews()}, nil
 }
 
 func (c *client) sessionDetach(params []byte) (any, error) {
@@ -179,17 +179,13 @@ func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	sess, err := ls.ensureStarted(ctx)
-	if err != nil {
-		return nil, modelFailure(err)
-	}
 	// After an undo (turn/undo), the turn starts with a note of its own (harness turnNote).
-	id, err := sess.Prompt(text)
+	id, err := ls.h.Prompt(ctx, text)
 	if errors.Is(err, agent.ErrTurnRunning) {
 		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is already running in this session: use session/steer or session/cancel")
 	}
 	if err != nil {
-		return nil, err
+		return nil, modelFailure(err)
 	}
 	return rpc.SessionPromptResult{TurnID: id}, nil
 }
@@ -216,13 +212,9 @@ func (c *client) sessionSteer(ctx context.Context, params []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := ls.ensureStarted(ctx)
+	id, err := ls.h.Steer(ctx, p.Text)
 	if err != nil {
 		return nil, modelFailure(err)
-	}
-	id, err := sess.Steer(p.Text)
-	if err != nil {
-		return nil, err
 	}
 	return rpc.SessionSteerResult{TurnID: id}, nil
 }
@@ -236,7 +228,7 @@ func (c *client) sessionCancel(params []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rpc.SessionCancelResult{Cancelled: ls.cancel()}, nil
+	return rpc.SessionCancelResult{Cancelled: ls.h.Cancel()}, nil
 }
 
 func (c *client) sessionRevert(params []byte) (any, error) {
@@ -248,7 +240,7 @@ func (c *client) sessionRevert(params []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ls.running() != "" {
+	if ls.h.Running() != "" {
 		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is running: cancel it before reverting")
 	}
 	turn, res, err := ls.h.Revert(p.TurnID)

@@ -4,45 +4,45 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/agentd/agentd/harness"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools"
 )
 
-// liveSession is a loaded session: its harness, its agent loop (started at the first prompt, so
-// a stored session can be attached and read while the model server is down), the editors
-// attached to it, and its pending reviews.
+// liveSession is a loaded session as the editors see it: the harness's live session (which owns
+// the loop and the transcript), the editors attached to it, their pending reviews and the
+// turn's work-done progress. It translates; it keeps no conversation state of its own.
 type liveSession struct {
 	srv *Server
-	h   *harness.Harness
+	h   *harness.Session
 
 	mu      sync.Mutex
-	agent   *agent.Session
-	clients map[*client]bool
+	clients map[*client]func() // attached editors, with what detaches them from the session
 	pending map[string]*review
-	calls   map[string]*rpc.ToolCallInfo // tool calls of the current (or last) turn, by call ID, ended ones too
-	output  map[string]*outputTail       // what each running call of the turn streamed (its last maxReplayedOutput bytes)
-	turn    string
-	token   string // work-done progress token of the running turn
-	updated time.Time
+	token   string // work-done progress token of the running turn (the session's watcher writes it)
 
 	prog progressQueue
 
 	unified unifiedMemo // the unified text of the last diff shown (reviews.go)
 }
 
+// newLiveSession wraps an opened harness; register adds it to the server.
+func (s *Server) newLiveSession(h *harness.Harness) *liveSession {
+	ls := &liveSession{srv: s, clients: map[*client]func(){}, pending: map[string]*review{}}
+	ls.h = harness.NewSession(h, &editorAsker{ls: ls})
+	// The turn's work-done progress, once per session whatever editors are attached.
+	ls.h.Attach(ls.progress)
+	return ls
+}
+
 func (s *Server) newLive(h *harness.Harness) *liveSession {
-	ls := &liveSession{srv: s, h: h, clients: map[*client]bool{}, pending: map[string]*review{},
-		calls: map[string]*rpc.ToolCallInfo{}, updated: time.Now()}
+	ls := s.newLiveSession(h)
 	s.mu.Lock()
 	s.sessions[h.ID()] = ls
 	s.mu.Unlock()
@@ -73,34 +73,50 @@ func (s *Server) session(id string, c *client) (*liveSession, error) {
 		h.Close()
 		return other, nil
 	}
-	ls = &liveSession{srv: s, h: h, clients: map[*client]bool{}, pending: map[string]*review{},
-		calls: map[string]*rpc.ToolCallInfo{}, updated: time.Now()}
+	ls = s.newLiveSession(h)
 	s.sessions[id] = ls
 	return ls, nil
 }
 
-// attach adds an editor and returns what each running call has streamed so far, read in the
-// same critical section: a chunk of output is either in it or sent to the editor as an update
-// (sink), never both, never neither.
-func (ls *liveSession) attach(c *client) (outputs map[string]string) {
+// attach adds an editor and returns the transcript it reads as its history: every later change
+// reaches it as an update, none is in both (harness.Session.Attach). Attaching again replaces the
+// editor's earlier attachment.
+func (ls *liveSession) attach(c *client) harness.Snapshot {
 	ls.mu.Lock()
-	ls.clients[c] = true
-	for id, o := range ls.output {
-		if outputs == nil {
-			outputs = map[string]string{}
-		}
-		outputs[id] = o.text()
+	old := ls.clients[c]
+	delete(ls.clients, c)
+	ls.mu.Unlock()
+	if old != nil {
+		old()
 	}
+	id := ls.h.ID()
+	snap, detach := ls.h.Attach(func(u harness.Update) {
+		for _, p := range ls.wire(u) {
+			p.SessionID = id
+			c.out.push(p)
+		}
+		if e, ok := u.Event.(agent.TurnEnd); ok && e.Err != nil {
+			info := errorInfo(e.Err)
+			msg := "agentd: " + info.Message
+			if info.Fix != "" {
+				msg += " — " + info.Fix
+			}
+			c.out.pushRaw(rpc.MethodShowMessage, rpc.ShowMessageParams{Type: rpc.MessageError, Message: msg})
+		}
+	})
+	ls.mu.Lock()
+	ls.clients[c] = detach
 	ls.mu.Unlock()
 	c.mu.Lock()
-	c.attached[ls.h.ID()] = ls
+	c.attached[id] = ls
 	c.mu.Unlock()
-	return outputs
+	return snap
 }
 
 // detach removes an editor. Reviews nobody attached can answer any more are rejected: fail closed.
 func (ls *liveSession) detach(c *client) {
 	ls.mu.Lock()
+	stop := ls.clients[c]
 	delete(ls.clients, c)
 	reviewers := 0
 	for other := range ls.clients {
@@ -115,6 +131,9 @@ func (ls *liveSession) detach(c *client) {
 		}
 	}
 	ls.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	for _, r := range orphaned {
 		r.settle(harness.Answer{Decision: harness.AnswerUnavailable, By: "disconnect",
 			Reason: "the editor that was reviewing it disconnected before the user decided"}, "rejected", "disconnect")
@@ -137,224 +156,87 @@ func (ls *liveSession) clientsSnapshot() []*client {
 	return out
 }
 
-// ensureStarted starts the agent loop at the first prompt.
-func (ls *liveSession) ensureStarted(ctx context.Context) (*agent.Session, error) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.agent != nil {
-		return ls.agent, nil
-	}
-	g := &editorAsker{ls: ls}
-	sess, err := ls.h.Start(ctx, g, ls.sink)
-	if err != nil {
-		return nil, err
-	}
-	ls.agent = sess
-	return sess, nil
-}
-
-func (ls *liveSession) cancel() bool {
-	ls.mu.Lock()
-	a := ls.agent
-	ls.mu.Unlock()
-	return a != nil && a.Cancel()
-}
-
-func (ls *liveSession) running() string {
-	ls.mu.Lock()
-	a := ls.agent
-	ls.mu.Unlock()
-	if a == nil {
-		return ""
-	}
-	return a.Running()
-}
-
 func (ls *liveSession) progressToken() string {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.token
 }
 
-func (ls *liveSession) close() {
-	ls.mu.Lock()
-	a := ls.agent
-	ls.mu.Unlock()
-	if a != nil {
-		a.Close()
-	}
-	ls.h.Close()
-}
+func (ls *liveSession) close() { ls.h.Close() }
 
 // info describes the session for the wire.
 func (ls *liveSession) info() rpc.SessionInfo {
 	h := ls.h
-	ls.mu.Lock()
-	updated := ls.updated
-	turns := len(h.Replayed.Turns)
-	if ls.agent != nil {
-		turns = ls.turnCount()
-	}
-	ls.mu.Unlock()
 	st := h.Settings() // SetMode and Start change them meanwhile
 	return rpc.SessionInfo{
 		SessionID: h.ID(), Title: h.Title, WorkspaceFolder: fileURI(h.Workspace()), Model: st.Model,
 		ApprovalMode: st.ApprovalMode, ContextLength: st.NumCtx,
-		CreatedAt: st.Created.UTC().Format(time.RFC3339), UpdatedAt: updated.UTC().Format(time.RFC3339),
-		Turns: turns, Running: ls.running() != "", Attached: ls.attachedCount(),
-		Instructions: instructionsInfo(h), Warnings: sessionWarnings(h),
+		CreatedAt: st.Created.UTC().Format(time.RFC3339), UpdatedAt: h.Updated().UTC().Format(time.RFC3339),
+		Turns: h.TurnCount(), Running: h.Running() != "", Attached: ls.attachedCount(),
+		Instructions: instructionsInfo(h.Harness), Warnings: sessionWarnings(h.Harness),
 	}
 }
 
-// turnCount is the number of turns started (replayed ones plus those of this run). ls.mu held.
-func (ls *liveSession) turnCount() int {
-	n := len(ls.h.Replayed.Turns)
-	if ls.turn != "" {
-		if k, err := strconv.Atoi(ls.turn[1:]); err == nil && k > n {
-			n = k
-		}
-	}
-	return n
-}
-
-// history renders the conversation for an attaching editor; outputs is what attach returned.
-func (ls *liveSession) history(outputs map[string]string) []rpc.HistoryItem {
-	ls.mu.Lock()
-	a := ls.agent
-	ls.mu.Unlock()
-	msgs, turns := ls.h.Replayed.History, ls.h.Replayed.HistoryTurns
-	if a != nil {
-		msgs, turns = a.HistoryTurns()
-	}
-	// The running turn's calls as the editors were last told, read after the history: a call of
-	// the history that is among them is shown so (pending, waiting for a review, running, or
-	// ended with a result not yet in the history, which gets a batch's results at its end). An
-	// editor attaches before its history is read, so it gets every later change as an update.
-	ls.mu.Lock()
-	live := make(map[string]*rpc.ToolCallInfo, len(ls.calls))
-	for id, info := range ls.calls {
-		live[id] = cloneCall(info)
-		// What a running call streamed before this editor attached (the tail): the updates
-		// sent to it since then append to it. An ended call's result carries its output.
-		live[id].Progress = ""
-		if info.Status == rpc.StatusRunning {
-			live[id].Progress = outputs[id]
-		}
-	}
-	ls.mu.Unlock()
+// history renders the transcript an editor attached to.
+func (ls *liveSession) history(snap harness.Snapshot) []rpc.HistoryItem {
 	var out []rpc.HistoryItem
-	results := map[string]agent.Message{}
-	for _, m := range msgs {
-		if m.Role == agent.RoleTool {
-			results[m.ToolCallID] = m
-		}
-	}
-	// Each message carries the turn it joined, as the agent recorded it: a steering message, a
-	// nudge of the loop or a compaction's summary belongs to the turn it was sent in, so the IDs
-	// are the ones the live updates carry. Only a message whose turn is unknown (a journal
-	// written before compactions recorded turns) falls back to counting prompts.
-	//
-	// agentd's own messages are never shown as the user's words: the note at a turn's start (an
-	// undo) and the loop's nudges (after an empty or cut reply) are left out, as in the live
-	// updates; a compaction's summary is the "compaction" item (the live update's), and its
-	// answer is left out.
-	var cur string
-	for i, m := range msgs {
-		if m.Note || m.Kind == agent.KindNudge || m.Kind == agent.KindSummaryReply {
-			continue
-		}
-		switch {
-		case i < len(turns) && turns[i] != "":
-			cur = turns[i]
-		case m.Role == agent.RoleUser && m.Kind == "":
-			n, _ := strconv.Atoi(strings.TrimPrefix(cur, "t"))
-			cur = "t" + strconv.Itoa(n+1)
-		}
-		switch {
-		case m.Kind == agent.KindSummary:
-			out = append(out, rpc.HistoryItem{Type: rpc.HistoryCompaction, TurnID: cur,
-				Compaction: &rpc.CompactionInfo{Summary: agent.CompactionSummary(m)}})
-			continue
-		case m.FromAgentd():
-			continue // a kind this daemon does not know: agentd's, never the user's words
-		}
-		switch m.Role {
-		case agent.RoleUser:
-			out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: cur, Text: m.Content})
-		case agent.RoleAssistant:
-			if m.Content != "" || m.Thinking != "" {
-				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: cur, Text: m.Content, Thinking: m.Thinking})
-			}
-			for _, call := range m.ToolCalls {
-				if info := live[call.ID]; info != nil {
-					out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: cur, ToolCall: info})
-					continue
-				}
-				info := &rpc.ToolCallInfo{CallID: call.ID, Tool: call.Name, Label: call.Name, Status: rpc.StatusCompleted, Arguments: call.Arguments,
-					MCP: mcpCallOf(ls.h, call.Name)}
-				if r, ok := results[call.ID]; ok {
-					info.Result = &rpc.ResultInfo{Type: rpc.ResultOK, Text: r.Content}
-					if len(r.Content) > 6 && r.Content[:6] == "Error " {
-						info.Result.Type, info.Result.IsError, info.Status = "error", true, rpc.StatusFailed
-					}
-				} else {
-					// Every call ends with a result (a replayed session's interrupted ones too), so
-					// this one is of the running batch and not started yet.
-					info.Status = rpc.StatusPending
-				}
-				out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: cur, ToolCall: info})
+	for _, t := range snap.Turns {
+		for _, it := range t.Items {
+			switch it.Kind {
+			case harness.ItemUser:
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: t.ID, Text: it.Text})
+			case harness.ItemAgent:
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: t.ID, Text: it.Text, Thinking: it.Thinking})
+			case harness.ItemCompaction:
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryCompaction, TurnID: t.ID,
+					Compaction: &rpc.CompactionInfo{Summary: it.Text}})
+			case harness.ItemTool:
+				info := ls.callInfo(it.Tool)
+				info.Progress = it.Tool.Output // what a running call streamed before this editor attached
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryTool, TurnID: t.ID, ToolCall: info})
 			}
 		}
 	}
 	return out
 }
 
-// sink converts agent events to session/update notifications for every attached editor.
-// The editors an update goes to are read with the update (updates), so an editor attaching
-// meanwhile gets a chunk of output either in its history or as an update (attach).
-func (ls *liveSession) sink(e agent.Event) {
-	us, clients := ls.updates(e)
-	for _, u := range us {
-		u.SessionID = ls.h.ID()
-		for _, c := range clients {
-			c.out.push(u)
-		}
+// callInfo is a call for the wire.
+func (ls *liveSession) callInfo(c *harness.ToolCall) *rpc.ToolCallInfo {
+	info := &rpc.ToolCallInfo{CallID: c.ID, Tool: c.Tool, Label: c.Label, Status: callStatus(c.Status), Arguments: c.Args,
+		Activity: c.Activity, MCP: mcpCallOf(ls.h.Harness, c.Tool)}
+	if c.Preview != nil {
+		info.Preview = ls.previewInfo(c.Preview)
 	}
+	if c.Result != nil {
+		info.Result = resultInfo(*c.Result)
+	}
+	return info
 }
 
-func (ls *liveSession) broadcast(u rpc.SessionUpdateParams) {
-	u.SessionID = ls.h.ID()
-	for _, c := range ls.clientsSnapshot() {
-		c.out.push(u)
+func callStatus(s string) string {
+	switch s {
+	case harness.ToolAwaiting:
+		return rpc.StatusAwaitingApproval
+	case harness.ToolRunning:
+		return rpc.StatusRunning
+	case harness.ToolCompleted:
+		return rpc.StatusCompleted
+	case harness.ToolFailed:
+		return rpc.StatusFailed
 	}
+	return rpc.StatusPending
 }
 
-// updates maps one event to wire updates, and returns the editors attached meanwhile.
-func (ls *liveSession) updates(e agent.Event) ([]rpc.SessionUpdateParams, []*client) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	us := ls.updatesLocked(e)
-	if len(us) == 0 {
-		return nil, nil
+// wire translates one update of the session to session/update notifications.
+func (ls *liveSession) wire(u harness.Update) []rpc.SessionUpdateParams {
+	up := func(turn string, w rpc.Update) rpc.SessionUpdateParams {
+		return rpc.SessionUpdateParams{TurnID: turn, Update: w}
 	}
-	clients := make([]*client, 0, len(ls.clients))
-	for c := range ls.clients {
-		clients = append(clients, c)
+	if u.Event == nil && u.Call != nil { // a status the gate gave the call: a question asked
+		return []rpc.SessionUpdateParams{up(u.Turn, rpc.Update{Type: rpc.UpdateToolCallUpdated, ToolCall: ls.callInfo(u.Call)})}
 	}
-	return us, clients
-}
-
-// updatesLocked maps one event to wire updates. ls.mu held.
-func (ls *liveSession) updatesLocked(e agent.Event) []rpc.SessionUpdateParams {
-	ls.updated = time.Now()
-	up := func(turn string, u rpc.Update) rpc.SessionUpdateParams {
-		return rpc.SessionUpdateParams{TurnID: turn, Update: u}
-	}
-	switch e := e.(type) {
+	switch e := u.Event.(type) {
 	case agent.TurnStart:
-		ls.turn, ls.calls, ls.output = e.TurnID, map[string]*rpc.ToolCallInfo{}, nil
-		ls.token = "agentd/" + ls.h.ID() + "/" + e.TurnID
-		ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressBegin, message: "Thinking…"})
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnStarted}),
 			up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Prompt})}
 	case agent.UserMessage:
@@ -372,80 +254,35 @@ func (ls *liveSession) updatesLocked(e agent.Event) []rpc.SessionUpdateParams {
 		if e.DoneReason == "error" {
 			return nil
 		}
-		u := e.Usage
+		use := e.Usage
 		pct, numCtx := 0, ls.h.Settings().NumCtx
 		if numCtx > 0 {
-			pct = (u.PromptTokens + u.OutputTokens) * 100 / numCtx
+			pct = (use.PromptTokens + use.OutputTokens) * 100 / numCtx
 		}
 		return []rpc.SessionUpdateParams{
 			up(e.TurnID, rpc.Update{Type: rpc.UpdateMessageCompleted, Text: e.Message.Content, Thinking: e.Message.Thinking}),
-			up(e.TurnID, rpc.Update{Type: rpc.UpdateUsage, Usage: &rpc.UsageInfo{PromptTokens: u.PromptTokens, OutputTokens: u.OutputTokens,
-				PromptMs: u.PromptDuration.Milliseconds(), OutputMs: u.OutputDuration.Milliseconds(), LoadMs: u.LoadDuration.Milliseconds(),
+			up(e.TurnID, rpc.Update{Type: rpc.UpdateUsage, Usage: &rpc.UsageInfo{PromptTokens: use.PromptTokens, OutputTokens: use.OutputTokens,
+				PromptMs: use.PromptDuration.Milliseconds(), OutputMs: use.OutputDuration.Milliseconds(), LoadMs: use.LoadDuration.Milliseconds(),
 				ContextLength: numCtx, ContextPercent: pct}}),
 		}
 	case agent.ToolStart:
-		info := &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool, Label: e.Label, Status: rpc.StatusPending, Arguments: validJSON(e.Args),
-			MCP: mcpCallOf(ls.h, e.Tool)}
-		ls.calls[e.CallID] = info
-		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallStarted, ToolCall: cloneCall(info)})}
+		return []rpc.SessionUpdateParams{up(u.Turn, rpc.Update{Type: rpc.UpdateToolCallStarted, ToolCall: ls.callInfo(u.Call)})}
 	case agent.ToolUpdate:
-		info := ls.calls[e.CallID]
-		if info == nil {
+		if u.Call == nil {
 			return nil
 		}
-		if e.Label != "" {
-			info.Label = e.Label
+		info := ls.callInfo(u.Call)
+		if e.Progress != nil {
+			info.Progress = e.Progress.Text // progress chunks are deltas, sent once
 		}
-		switch {
-		case e.Preview != nil:
-			info.Preview = ls.previewInfo(e.Preview)
-		case e.Progress != nil:
-			info.Status, info.Progress = rpc.StatusRunning, e.Progress.Text
-			if ls.output == nil {
-				ls.output = map[string]*outputTail{}
-			}
-			o := ls.output[e.CallID]
-			if o == nil {
-				o = &outputTail{}
-				ls.output[e.CallID] = o
-			}
-			o.add(e.Progress.Text)
-		case e.Activity != "":
-			info.Status, info.Activity = rpc.StatusRunning, e.Activity
-			ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressReport, message: e.Activity})
-		}
-		out := cloneCall(info)
-		info.Progress = "" // progress chunks are deltas, sent once
-		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallUpdated, ToolCall: out})}
+		return []rpc.SessionUpdateParams{up(u.Turn, rpc.Update{Type: rpc.UpdateToolCallUpdated, ToolCall: info})}
 	case agent.ToolEnd:
-		info := ls.calls[e.CallID]
-		if info == nil {
-			info = &rpc.ToolCallInfo{CallID: e.CallID, Tool: e.Tool}
-			ls.calls[e.CallID] = info
-		}
-		// Kept until the next turn: the history gets the batch's results only at its end, and an
-		// editor attaching meanwhile must see this call ended (history).
-		info.Status, info.Progress = rpc.StatusCompleted, ""
-		delete(ls.output, e.CallID) // the result carries the output now
-		if e.Result.IsError {
-			info.Status = rpc.StatusFailed
-		}
-		info.Result = resultInfo(e.Result)
-		return []rpc.SessionUpdateParams{up(ls.turn, rpc.Update{Type: rpc.UpdateToolCallCompleted, ToolCall: cloneCall(info)})}
+		return []rpc.SessionUpdateParams{up(u.Turn, rpc.Update{Type: rpc.UpdateToolCallCompleted, ToolCall: ls.callInfo(u.Call)})}
 	case agent.Compacted:
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateCompaction,
 			Compaction: &rpc.CompactionInfo{TokensBefore: e.Before, TokensAfter: e.After, Summary: e.Summary}})}
 	case agent.TurnEnd:
-		ls.prog.push(ls, progressEvent{token: ls.token, kind: rpc.ProgressEnd})
 		if e.Err != nil {
-			info := errorInfo(e.Err)
-			msg := "agentd: " + info.Message
-			if info.Fix != "" {
-				msg += " — " + info.Fix
-			}
-			for c := range ls.clients {
-				c.out.pushRaw(rpc.MethodShowMessage, rpc.ShowMessageParams{Type: rpc.MessageError, Message: msg})
-			}
 			return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnFailed, Reason: rpc.ReasonError, Error: errorInfo(e.Err)})}
 		}
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnCompleted, Reason: e.Reason})}
@@ -453,18 +290,22 @@ func (ls *liveSession) updatesLocked(e agent.Event) []rpc.SessionUpdateParams {
 	return nil
 }
 
-// setStatus records a tool call's status change (awaiting approval) and tells the editors.
-func (ls *liveSession) setStatus(callID, status string) {
-	ls.mu.Lock()
-	info := ls.calls[callID]
-	var u rpc.SessionUpdateParams
-	if info != nil {
-		info.Status = status
-		u = rpc.SessionUpdateParams{TurnID: ls.turn, Update: rpc.Update{Type: rpc.UpdateToolCallUpdated, ToolCall: cloneCall(info)}}
-	}
-	ls.mu.Unlock()
-	if info != nil {
-		ls.broadcast(u)
+// progress reports a turn as work-done progress: begin at its start, the running calls'
+// activities, end at its end.
+func (ls *liveSession) progress(u harness.Update) {
+	switch e := u.Event.(type) {
+	case agent.TurnStart:
+		token := "agentd/" + ls.h.ID() + "/" + e.TurnID
+		ls.mu.Lock()
+		ls.token = token
+		ls.mu.Unlock()
+		ls.prog.push(ls, progressEvent{token: token, kind: rpc.ProgressBegin, message: "Thinking…"})
+	case agent.ToolUpdate:
+		if e.Activity != "" && e.Preview == nil && e.Progress == nil {
+			ls.prog.push(ls, progressEvent{token: ls.progressToken(), kind: rpc.ProgressReport, message: e.Activity})
+		}
+	case agent.TurnEnd:
+		ls.prog.push(ls, progressEvent{token: ls.progressToken(), kind: rpc.ProgressEnd})
 	}
 }
 
@@ -541,55 +382,6 @@ func (q *progressQueue) send(ls *liveSession, e progressEvent) {
 	if e.kind == rpc.ProgressEnd {
 		q.token, q.created = "", nil
 	}
-}
-
-// maxReplayedOutput bounds the output of a running call kept for editors that attach while it
-// runs: the last 64 KiB, what the editors keep of a call's output too.
-const maxReplayedOutput = 64 << 10
-
-// outputTail keeps the last maxReplayedOutput bytes a running call streamed and counts the bytes
-// cut before them. It holds up to twice that, so cutting copies once per maxReplayedOutput bytes.
-type outputTail struct {
-	buf []byte
-	cut int64
-}
-
-func (o *outputTail) add(s string) {
-	o.buf = append(o.buf, s...)
-	if len(o.buf) > 2*maxReplayedOutput {
-		drop := len(o.buf) - maxReplayedOutput
-		o.cut += int64(drop)
-		o.buf = append(o.buf[:0], o.buf[drop:]...)
-	}
-}
-
-// text is the kept output, starting at a character boundary, after a line that says how much
-// earlier output is not shown.
-func (o *outputTail) text() string {
-	b, cut := o.buf, o.cut
-	if over := len(b) - maxReplayedOutput; over > 0 {
-		b, cut = b[over:], cut+int64(over)
-	}
-	if cut == 0 {
-		return string(b)
-	}
-	for len(b) > 0 && !utf8.RuneStart(b[0]) {
-		b, cut = b[1:], cut+1
-	}
-	return fmt.Sprintf("[… %d earlier bytes of output not shown …]\n%s", cut, b)
-}
-
-func cloneCall(c *rpc.ToolCallInfo) *rpc.ToolCallInfo {
-	cp := *c
-	return &cp
-}
-
-func validJSON(b json.RawMessage) json.RawMessage {
-	if json.Valid(b) {
-		return b
-	}
-	s, _ := json.Marshal(string(b)) // the model's broken arguments, shown as a string
-	return s
 }
 
 func (ls *liveSession) previewInfo(p *tools.Preview) *rpc.PreviewInfo {

@@ -98,7 +98,6 @@ func (e *editorAsker) Ask(ctx context.Context, q harness.Question) (harness.Answ
 		return harness.Answer{Decision: harness.AnswerUnavailable, By: "no editor",
 			Reason: "no one was asked: no editor that can review changes is attached"}, nil
 	}
-	ls.setStatus(q.Call.Call.ID, "awaitingApproval")
 	for _, c := range reviewers {
 		c.out.pushRaw(rpc.MethodReviewRequested, r.params)
 	}
@@ -139,7 +138,7 @@ func (ls *liveSession) newReview(q harness.Question) (*review, error) {
 	srv.mu.Unlock()
 	call := q.Call.Call
 	p := rpc.ReviewRequestedParams{
-		ReviewID: id, SessionID: ls.h.ID(), TurnID: ls.currentTurn(), CallID: call.ID, Tool: call.Name,
+		ReviewID: id, SessionID: ls.h.ID(), TurnID: ls.h.Running(), CallID: call.ID, Tool: call.Name,
 		Label: q.Call.Label, Kind: q.Kind, Why: q.Verdict.Reason, Scopes: []rpc.GrantScope{},
 	}
 	if d := srv.reviewTimeout; d > 0 {
@@ -167,11 +166,6 @@ func (ls *liveSession) newReview(q harness.Question) (*review, error) {
 	return r, nil
 }
 
-func (ls *liveSession) currentTurn() string {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	return ls.turn
-}
 
 // fileReview describes a file change: hunks, unified diff, and the edits that apply them to the
 // text the change was computed against (the editor's buffer when the document is open).
@@ -274,7 +268,7 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 		return nil, rpc.Errorf(rpc.CodeUnknownReview, "unknown review %s", p.ReviewID)
 	}
 	r.ls.mu.Lock()
-	attached := r.ls.clients[c]
+	_, attached := r.ls.clients[c]
 	r.ls.mu.Unlock()
 	if !attached {
 		return nil, rpc.Errorf(rpc.CodeUnknownReview, "review %s belongs to a session this connection is not attached to", p.ReviewID)
@@ -416,7 +410,7 @@ func (c *client) reviewHunkState(params []byte) (any, error) {
 	}
 	ls := r.ls
 	ls.mu.Lock()
-	attached := ls.clients[c]
+	_, attached := ls.clients[c]
 	ls.mu.Unlock()
 	if !attached {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "review %s belongs to a session this connection is not attached to", p.ReviewID)

@@ -337,7 +337,7 @@ func (c *client) cancelProgress(params json.RawMessage) {
 	defer c.srv.mu.Unlock()
 	for _, ls := range c.srv.sessions {
 		if ls.progressToken() == token {
-			go ls.cancel()
+			go ls.h.Cancel()
 		}
 	}
 }
@@ -384,7 +384,7 @@ func (s *Server) Busy() bool {
 	}
 	s.mu.Unlock()
 	for _, ls := range sessions {
-		if ls.running() != "" {
+		if ls.h.Running() != "" {
 			return true
 		}
 	}

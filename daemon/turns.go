@@ -84,7 +84,7 @@ func (c *client) turnUndo(ctx context.Context, params []byte) (any, error) {
 	if p.TurnID == "" {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "turnId is required (turn/changes names the turn)")
 	}
-	if ls.running() != "" {
+	if ls.h.Running() != "" {
 		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is running: cancel it or wait before undoing")
 	}
 	var files []string

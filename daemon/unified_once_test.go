@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/rpc"
 )
 
@@ -27,13 +28,12 @@ func TestReviewedEditRendersItsDiffOnce(t *testing.T) {
 	if ls == nil || rv == nil || rv.params.File == nil {
 		t.Fatalf("session %v, review %v: missing, or the review has no file", ls, rv)
 	}
-	ls.mu.Lock()
-	info := ls.calls[r.CallID]
 	var shown string
-	if info != nil && info.Preview != nil {
-		shown = info.Preview.UnifiedDiff
+	for _, item := range ls.history(harness.Snapshot{Turns: ls.h.Transcript()}) {
+		if info := item.ToolCall; info != nil && info.CallID == r.CallID && info.Preview != nil {
+			shown = info.Preview.UnifiedDiff
+		}
 	}
-	ls.mu.Unlock()
 	reviewed := rv.params.File.UnifiedDiff
 	if shown == "" || shown != reviewed {
 		t.Fatalf("preview diff %q, review diff %q: want the same non-empty text", shown, reviewed)

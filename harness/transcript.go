@@ -98,6 +98,9 @@ type transcript struct {
 	turns []Turn
 	calls map[string]*ToolCall // the current turn's calls, by ID
 	open  bool                 // the last item is a reply being streamed
+	// failed is the position (from 1) in the current turn of a reply that failed while streaming:
+	// the history keeps its text only when the turn was cancelled.
+	failed int
 }
 
 // clone returns a deep copy of the turns, for a snapshot.
@@ -128,7 +131,7 @@ func (t *transcript) turn(id string) *Turn {
 		return &t.turns[n-1]
 	}
 	t.turns = append(t.turns, Turn{ID: id})
-	t.calls, t.open = map[string]*ToolCall{}, false
+	t.calls, t.open, t.failed = map[string]*ToolCall{}, false, 0
 	return &t.turns[len(t.turns)-1]
 }
 
@@ -140,7 +143,7 @@ func (t *transcript) turn(id string) *Turn {
 // agentd's own messages are never the user's words: the note at a turn's start and the loop's
 // nudges are left out, a compaction's summary is a compaction item and its answer is left out.
 func (t *transcript) replay(msgs []agent.Message, turnOf []string, reasons map[string]string, live map[string]*ToolCall) {
-	t.turns, t.calls, t.open = nil, map[string]*ToolCall{}, false
+	t.turns, t.calls, t.open, t.failed = nil, map[string]*ToolCall{}, false, 0
 	results := map[string]agent.Message{}
 	for _, m := range msgs {
 		if m.Role == agent.RoleTool {
@@ -216,22 +219,47 @@ func (t *transcript) apply(e agent.Event) *ToolCall {
 		it.Text += e.Text
 		it.Thinking += e.Thinking
 	case agent.MessageEnd:
+		if e.DoneReason != "error" {
+			break // the reply is final once recorded (ReplyRecorded)
+		}
+		// A failed reply is not in the history, but for the text the user saw stream before
+		// cancelling the turn: kept until the turn's end says whether it was cancelled.
+		tn := t.turn(e.TurnID)
+		if t.open {
+			t.open = false
+			it := &tn.Items[len(tn.Items)-1]
+			it.Thinking = ""
+			if it.Text == "" {
+				tn.Items = tn.Items[:len(tn.Items)-1]
+			} else {
+				t.failed = len(tn.Items)
+			}
+		}
+	case agent.ReplyRecorded:
 		tn := t.turn(e.TurnID)
 		it := t.reply(tn)
 		it.Text, it.Thinking = e.Message.Content, e.Message.Thinking
 		t.open = false // the next reply is an item of its own
-		// A failed reply is not in the history, and an empty one shows nothing.
-		if e.DoneReason == "error" || (it.Text == "" && it.Thinking == "") {
-			tn.Items = tn.Items[:len(tn.Items)-1]
+		if it.Text == "" && it.Thinking == "" {
+			tn.Items = tn.Items[:len(tn.Items)-1] // an empty reply shows nothing
+		}
+		for _, call := range e.Message.ToolCalls {
+			c := &ToolCall{ID: call.ID, Tool: call.Name, Label: call.Name, Args: validJSON(call.Arguments), Status: ToolPending}
+			t.calls[c.ID] = c
+			tn.Items = append(tn.Items, Item{Kind: ItemTool, Tool: c})
 		}
 	case agent.ToolStart:
-		tn := t.current()
-		c := &ToolCall{ID: e.CallID, Tool: e.Tool, Label: e.Label, Args: validJSON(e.Args), Status: ToolPending}
+		c := t.calls[e.CallID]
+		if c == nil { // not of a recorded reply
+			c = &ToolCall{ID: e.CallID, Tool: e.Tool, Args: validJSON(e.Args), Status: ToolPending}
+			t.calls[c.ID] = c
+			tn := t.current()
+			tn.Items = append(tn.Items, Item{Kind: ItemTool, Tool: c})
+		}
+		c.Label = e.Label
 		if c.Label == "" {
 			c.Label = e.Tool
 		}
-		t.calls[c.ID] = c
-		tn.Items = append(tn.Items, Item{Kind: ItemTool, Tool: c})
 		return c
 	case agent.ToolUpdate:
 		c := t.calls[e.CallID]
@@ -266,7 +294,12 @@ func (t *transcript) apply(e agent.Event) *ToolCall {
 		}
 		return c
 	case agent.TurnEnd:
-		t.turn(e.TurnID).Reason = e.Reason
+		tn := t.turn(e.TurnID)
+		tn.Reason = e.Reason
+		if t.failed > 0 && e.Reason != "cancelled" && t.failed <= len(tn.Items) {
+			tn.Items = append(tn.Items[:t.failed-1], tn.Items[t.failed:]...)
+		}
+		t.failed = 0
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ import { hunkReasonScenario } from "./hunkreason.mjs";
 import { twoWindowsScenario } from "./windows.mjs";
 import { cardKeysScenario } from "./cardkeys.mjs";
 import { escapesScenario } from "./escapes.mjs";
+import { rewindScenario } from "./rewind.mjs";
 import { vsixScenario } from "./vsix.mjs";
 
 const require = createRequire(import.meta.url);
@@ -1820,6 +1821,7 @@ async function main() {
 				{ expect: [/Channel has been closed/] }],
 			["cardKeys", (c) => cardKeysScenario(c, { script: scripts.command, OUT_DIR, themedShots, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["escapes", (c) => escapesScenario(c, { models, OUT_DIR, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
+			["rewind", (c) => rewindScenario(c, { WS, models, OUT_DIR, palette, newSession, send, fakeReset, fakeRequests, waitFor })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
 		}
