@@ -23,6 +23,8 @@ const (
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
 	codeInternal       = -32603
+	// codeResourceNotFound is ACP's: a session that does not exist.
+	codeResourceNotFound = -32002
 )
 
 // maxLine bounds one incoming message (an embedded resource can be large, but not unbounded).
@@ -32,6 +34,7 @@ const maxLine = 64 << 20
 type rpcError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
 }
 
 func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }

@@ -71,7 +71,7 @@ func TestOfficialClient(t *testing.T) {
 	if err != nil || !bytes.Contains(out, []byte("[acp-e2e] ok")) {
 		t.Fatalf("the ACP client test failed (%v):\n%s", err, out)
 	}
-	n := validateTranscript(t, filepath.Join(sdk, "schema", "v1", "schema.json"), trans)
+	n := validateTranscript(t, filepath.Join(sdk, "schema", "v1", "schema.json"), filepath.Join(sdk, "schema", "v1", "schema.unstable.json"), trans)
 	if n < 40 {
 		t.Fatalf("only %d messages were validated; the transcript is incomplete", n)
 	}
@@ -80,8 +80,26 @@ func TestOfficialClient(t *testing.T) {
 
 // validateTranscript checks each line of client.jsonl and agent.jsonl against the schema's
 // definition for its method (requests, notifications, and responses matched to their request by
-// id), and returns how many messages it checked.
-func validateTranscript(t *testing.T, schemaPath, dir string) int {
+// id), and returns how many messages it checked. A method the stable schema does not have
+// (session/fork) is checked against the unstable one.
+func validateTranscript(t *testing.T, schemaPath, unstablePath, dir string) int {
+	stable, unstable := schemaResolver(t, schemaPath), schemaResolver(t, unstablePath)
+	schemaFor := func(key string) *jsonschema.Resolved {
+		if s := stable(key); s != nil {
+			return s
+		}
+		if s := unstable(key); s != nil {
+			return s
+		}
+		t.Errorf("the schema has no definition for %s", key)
+		return nil
+	}
+	return validateLines(t, schemaFor, dir)
+}
+
+// schemaResolver compiles a schema's definitions by method and kind ("initialize request"); nil
+// for a key it does not define.
+func schemaResolver(t *testing.T, schemaPath string) func(key string) *jsonschema.Resolved {
 	raw, err := os.ReadFile(schemaPath)
 	if err != nil {
 		t.Fatal(err)
@@ -111,10 +129,9 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 		}
 	}
 	compiled := map[string]*jsonschema.Resolved{}
-	schemaFor := func(key string) *jsonschema.Resolved {
+	return func(key string) *jsonschema.Resolved {
 		name, ok := byMethod[key]
 		if !ok {
-			t.Errorf("the schema has no definition for %s", key)
 			return nil
 		}
 		if s := compiled[name]; s != nil {
@@ -127,6 +144,10 @@ func validateTranscript(t *testing.T, schemaPath, dir string) int {
 		compiled[name] = s
 		return s
 	}
+}
+
+// validateLines checks the transcript's lines against the definitions schemaFor finds.
+func validateLines(t *testing.T, schemaFor func(string) *jsonschema.Resolved, dir string) int {
 	type line struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`

@@ -144,7 +144,17 @@ func (s *server) request(m message) (any, *rpcError) {
 	case "session/new":
 		return s.newSession(m.Params)
 	case "session/load":
-		return s.loadSession(m.Params)
+		return s.resumeSession(m.Params, m.Method, true)
+	case "session/resume":
+		return s.resumeSession(m.Params, m.Method, false)
+	case "session/list":
+		return s.listSessions(m.Params)
+	case "session/fork":
+		return s.forkSession(m.Params)
+	case "session/close":
+		return s.closeSession(m.Params)
+	case "session/set_config_option":
+		return s.setConfigOption(m.Params)
 	case "session/prompt":
 		return s.prompt(m.ID, m.Params)
 	case "session/set_mode":
@@ -157,7 +167,8 @@ func (s *server) request(m message) (any, *rpcError) {
 
 // methods are the requests and notifications agentd answers.
 var methods = map[string]struct{}{"session/new": {}, "session/load": {}, "session/prompt": {},
-	"session/set_mode": {}, "session/cancel": {}, "authenticate": {}}
+	"session/set_mode": {}, "session/cancel": {}, "authenticate": {}, "session/resume": {}, "session/list": {},
+	"session/fork": {}, "session/close": {}, "session/set_config_option": {}}
 
 func (s *server) notification(m message) {
 	switch m.Method {
@@ -214,6 +225,9 @@ func (s *server) initialize(params json.RawMessage) (any, *rpcError) {
 			"loadSession":        true,
 			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
 			"mcpCapabilities":    map[string]any{"http": true, "sse": false},
+			// fork is unstable in schema 1.21; list, resume and close are stable.
+			"sessionCapabilities": map[string]any{"list": map[string]any{}, "resume": map[string]any{},
+				"close": map[string]any{}, "fork": map[string]any{}},
 		},
 		"authMethods": []any{},
 		"agentInfo":   map[string]any{"name": "agentd", "title": "agentd", "version": s.opts.Version},
@@ -259,7 +273,7 @@ func (s *server) newSession(params json.RawMessage) (any, *rpcError) {
 	if err != nil {
 		return nil, err
 	}
-	return ss.withMCPNotes(map[string]any{"sessionId": ss.id, "modes": modeState(ss.o.mode())}, servers, notes), nil
+	return ss.withMCPNotes(ss.state(map[string]any{"sessionId": ss.id}), servers, notes), nil
 }
 
 // withMCPNotes sends, after the result, one agent_message_chunk per client MCP server that gives the
@@ -280,59 +294,29 @@ func (ss *session) withMCPNotes(result any, servers []mcp.ServerConfig, notes []
 	}}
 }
 
-func (s *server) loadSession(params json.RawMessage) (any, *rpcError) {
-	var p struct {
-		SessionID  string            `json:"sessionId"`
-		Cwd        string            `json:"cwd"`
-		McpServers []json.RawMessage `json:"mcpServers"`
-	}
-	if err := decode(params, &p); err != nil {
-		return nil, err
-	}
-	if p.SessionID == "" {
-		return nil, errorf(codeInvalidParams, "session/load needs a sessionId")
-	}
-	var servers []mcp.ServerConfig
-	var notes []string
-	ss := s.session(p.SessionID)
-	if ss == nil {
-		servers, notes = clientMCP(p.McpServers)
-		var rerr *rpcError
-		if ss, rerr = s.open(openSpec{ID: p.SessionID, MCPServers: servers}); rerr != nil {
-			return nil, rerr
-		}
-	} else if len(p.McpServers) > 0 {
-		// Open here already: it keeps the servers it started with.
-		slog.Info("acp: session/load of an open session keeps its MCP servers; the client's are not started again", "session", p.SessionID)
-	}
-	if ss.running() {
-		return nil, errorf(codeInvalidRequest, "a turn is running in session %s", p.SessionID)
-	}
-	ss.replay()
-	return ss.withMCPNotes(map[string]any{"modes": modeState(ss.o.mode())}, servers, notes), nil
-}
-
 // open opens a session's harness and starts its loop.
 func (s *server) open(spec openSpec) (*session, *rpcError) {
 	files := s.files()
 	spec.Overlay = files
-	o, err := openSession(s.rt, spec)
+	ss := &session{srv: s}
+	o, err := openSession(s.rt, spec, ss.ask)
 	if err != nil {
 		if notFound(err) {
 			return nil, errorf(codeInvalidParams, "unknown session %s", spec.ID)
 		}
 		return nil, errorf(codeInternal, "%v", err)
 	}
-	ss := &session{srv: s, o: o, id: o.id(), rejectAlways: map[string]bool{}}
+	ss.o, ss.id = o, o.id()
 	if files != nil {
 		files.setSession(ss.id)
 	}
-	sess, err := o.start(context.Background(), ss.ask, ss.event)
-	if err != nil {
+	// The loop starts now, so a model server that is down fails the request that opens the
+	// session, with the fix.
+	if err := o.start(context.Background()); err != nil {
 		o.close()
-		return nil, errorf(codeInternal, "%s", describeErr(err))
+		return nil, setupError(err)
 	}
-	ss.sess = sess
+	ss.detach = o.watch(ss.event)
 	s.mu.Lock()
 	if s.down {
 		s.mu.Unlock()
@@ -356,11 +340,8 @@ func (s *server) setMode(params json.RawMessage) (any, *rpcError) {
 	if ss == nil {
 		return nil, errorf(codeInvalidParams, "unknown session %s", p.SessionID)
 	}
-	if !validMode(p.ModeID) {
-		return nil, errorf(codeInvalidParams, "unknown mode %q: ask, auto-edit, plan or yolo", p.ModeID)
-	}
-	if err := ss.o.setMode(p.ModeID); err != nil {
-		return nil, errorf(codeInternal, "%v", err)
+	if rerr := ss.setMode(p.ModeID); rerr != nil {
+		return nil, rerr
 	}
 	return struct{}{}, nil
 }

@@ -16,18 +16,17 @@ import (
 	"github.com/agentd/agentd/tools"
 )
 
-// session is one ACP session: its harness, its agent loop and the turn the client waits for.
+// session is one ACP session: the harness's live session (which owns the loop and the
+// transcript) and the prompt the client waits for. It translates; it keeps no conversation state.
 type session struct {
-	srv  *server
-	o    *opened
-	id   string
-	sess *agent.Session
+	srv    *server
+	o      *opened
+	id     string
+	detach func() // stops the translation of the session's updates
 
-	mu           sync.Mutex
-	turn         *turn
-	closed       bool
-	rejectAlways map[string]bool // scopes the user rejected for the session
-	calls        map[string]*callInfo
+	mu     sync.Mutex
+	turn   *turn
+	closed bool
 }
 
 // turn is a prompt waiting for its TurnEnd.
@@ -41,14 +40,6 @@ type turn struct {
 type turnEnd struct {
 	stop string
 	err  *rpcError
-}
-
-// callInfo is what the updates of a call need from its start.
-type callInfo struct {
-	tool  string
-	kind  string
-	paths []string
-	diff  map[string]any // the diff content, once previewed
 }
 
 func (ss *session) running() bool {
@@ -70,9 +61,9 @@ func (ss *session) begin(text string) (*turn, *rpcError) {
 	}
 	t := &turn{end: make(chan turnEnd, 1)}
 	ss.turn = t
-	if _, err := ss.sess.Prompt(text); err != nil {
+	if err := ss.o.prompt(text); err != nil {
 		ss.turn = nil
-		return nil, errorf(codeInternal, "%v", err)
+		return nil, setupError(err)
 	}
 	return t, nil
 }
@@ -84,7 +75,7 @@ func (ss *session) cancel() {
 		ss.turn.cancelled = true
 	}
 	ss.mu.Unlock()
-	ss.sess.Cancel()
+	ss.o.cancel()
 }
 
 // close cancels the turn and closes the loop and the harness (the journal is synced).
@@ -96,8 +87,8 @@ func (ss *session) close() {
 	}
 	ss.closed = true
 	ss.mu.Unlock()
-	if ss.sess != nil {
-		ss.sess.Close()
+	if err := ss.o.close(); err != nil {
+		slog.Debug("acp: closing the session", "session", ss.id, "err", err)
 	}
 	ss.mu.Lock()
 	if t := ss.turn; t != nil && !t.answered {
@@ -107,8 +98,8 @@ func (ss *session) close() {
 		ss.turn = nil
 	}
 	ss.mu.Unlock()
-	if err := ss.o.close(); err != nil {
-		slog.Warn("acp: closing the session", "session", ss.id, "err", err)
+	if ss.detach != nil {
+		ss.detach()
 	}
 }
 
@@ -116,10 +107,10 @@ func (ss *session) update(u map[string]any) {
 	ss.srv.c.notify("session/update", map[string]any{"sessionId": ss.id, "update": u})
 }
 
-// event maps the loop's events to session/update notifications, in order (the loop calls it
-// from its goroutine), and answers the prompt at TurnEnd: nothing of the turn is sent after.
-func (ss *session) event(e agent.Event) {
-	switch e := e.(type) {
+// event translates one update of the session to session/update notifications, in order, and
+// answers the prompt at TurnEnd: nothing of the turn is sent after.
+func (ss *session) event(u update) {
+	switch e := u.Event.(type) {
 	case agent.MessageDelta:
 		if e.Thinking != "" {
 			ss.update(chunk("agent_thought_chunk", e.Thinking))
@@ -138,63 +129,29 @@ func (ss *session) event(e agent.Event) {
 				"used": e.Usage.PromptTokens + e.Usage.OutputTokens, "size": n})
 		}
 	case agent.ToolStart:
-		ci := &callInfo{tool: e.Tool, kind: kindOf(e.Tool)}
-		ci.paths = ss.pathsOf(e.Args)
-		ss.mu.Lock()
-		if ss.calls == nil {
-			ss.calls = map[string]*callInfo{}
-		}
-		ss.calls[e.CallID] = ci
-		ss.mu.Unlock()
-		u := map[string]any{"sessionUpdate": "tool_call", "toolCallId": e.CallID, "title": title(e.Tool, e.Label, e.Args),
-			"kind": ci.kind, "status": "pending", "rawInput": rawObject(e.Args)}
-		if locs := locations(ci.paths); len(locs) > 0 {
-			u["locations"] = locs
-		}
-		ss.update(u)
+		ss.update(ss.toolCall(u.Call))
 	case agent.ToolUpdate:
-		ci := ss.call(e.CallID)
-		u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID}
+		up := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID}
 		switch {
 		case e.Preview != nil:
 			content := previewContent(ss.o, e.Preview)
-			if ci != nil && len(content) > 0 && content[0]["type"] == "diff" {
-				ss.mu.Lock()
-				ci.diff = content[0]
-				ss.mu.Unlock()
-			}
 			if len(content) == 0 {
 				return
 			}
-			u["content"] = content
+			up["content"] = content
 		case e.Progress != nil:
-			u["status"] = "in_progress"
+			up["status"] = "in_progress"
 		default:
 			return
 		}
-		ss.update(u)
+		ss.update(up)
 	case agent.ToolEnd:
-		ci := ss.call(e.CallID)
-		status := "completed"
-		if e.Result.IsError {
-			status = "failed"
-		}
-		var content []map[string]any
-		if ci != nil && ci.diff != nil && !e.Result.IsError {
-			content = append(content, ci.diff)
-		}
-		if text := resultText(&e.Result); text != "" {
-			content = append(content, textContent(text))
-		}
-		u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": status,
+		up := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": callStatus(u.Call),
 			"rawOutput": map[string]any{"type": string(e.Result.Type), "isError": e.Result.IsError}}
-		if len(content) > 0 {
-			u["content"] = content
+		if content := ss.callContent(u.Call); len(content) > 0 {
+			up["content"] = content
 		}
-		ss.update(u)
-		ss.mu.Lock()
-		delete(ss.calls, e.CallID)
-		ss.mu.Unlock()
+		ss.update(up)
 	case agent.TurnEnd:
 		ss.mu.Lock()
 		t := ss.turn
@@ -207,6 +164,44 @@ func (ss *session) event(e agent.Event) {
 		ss.mu.Unlock()
 		t.end <- stopOf(e, t)
 	}
+}
+
+// toolCall is a call as a tool_call update: what it is, where, and its state.
+func (ss *session) toolCall(c *toolCall) map[string]any {
+	u := map[string]any{"sessionUpdate": "tool_call", "toolCallId": c.ID, "title": title(c.Tool, c.Label, c.Args),
+		"kind": kindOf(c.Tool), "status": callStatus(c), "rawInput": rawObject(c.Args)}
+	if locs := locations(ss.pathsOf(c.Args)); len(locs) > 0 {
+		u["locations"] = locs
+	}
+	return u
+}
+
+// callContent is an ended call's content: the diff it applied, and its result's text.
+func (ss *session) callContent(c *toolCall) []map[string]any {
+	var content []map[string]any
+	if c.Result == nil {
+		return nil
+	}
+	if c.Preview != nil && c.Preview.Diff != nil && !c.Result.IsError {
+		content = append(content, previewContent(ss.o, c.Preview)...)
+	}
+	if text := resultText(c.Result); text != "" {
+		content = append(content, textContent(text))
+	}
+	return content
+}
+
+// callStatus is the ACP status of a call.
+func callStatus(c *toolCall) string {
+	switch {
+	case c.Result != nil && c.Result.IsError:
+		return "failed"
+	case c.Result != nil:
+		return "completed"
+	case c.Status == statusRunning:
+		return "in_progress"
+	}
+	return "pending"
 }
 
 // stopOf is the ACP stop reason of a turn's end.
@@ -236,12 +231,6 @@ func stopOf(e agent.TurnEnd, t *turn) turnEnd {
 		return turnEnd{stop: "max_tokens"}
 	}
 	return turnEnd{stop: "end_turn"}
-}
-
-func (ss *session) call(id string) *callInfo {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.calls[id]
 }
 
 // pathsOf returns the absolute paths a call's arguments name (path, file_path), inside the
@@ -377,16 +366,11 @@ func resultText(r *tools.Result) string {
 	return t
 }
 
-// ask is the gate's asking half: session/request_permission. Fail closed: an answer that is not
-// one of the options, a failed request or a cancelled one rejects the call.
+// ask is the gate's asking half: session/request_permission, with at most one option of each
+// kind (clients key the options by kind): the narrowest "for this session" scope for both
+// allow_always and reject_always, offered only when the policy has one. Fail closed: an answer
+// that is not one of the options, a failed request or a cancelled one rejects the call.
 func (ss *session) ask(ctx context.Context, q question) (answer, error) {
-	key := rejectKey(q)
-	ss.mu.Lock()
-	rejected := ss.rejectAlways[key]
-	ss.mu.Unlock()
-	if rejected {
-		return answer{decision: "reject", by: byGrant, reason: "the user chose to reject " + key + " for this session"}, nil
-	}
 	tc := map[string]any{"toolCallId": q.Call.Call.ID, "title": title(q.Call.Call.Name, q.Call.Label, q.Call.Call.Raw),
 		"kind": kindOf(q.Call.Call.Name), "status": "pending", "rawInput": rawObject(q.Call.Call.Raw)}
 	if q.Call.Preview != nil {
@@ -406,13 +390,13 @@ func (ss *session) ask(ctx context.Context, q question) (answer, error) {
 		allow = "Run once"
 	}
 	options := []map[string]any{{"optionId": "allow_once", "name": allow, "kind": "allow_once"}}
-	for i, g := range q.Grants {
-		options = append(options, map[string]any{"optionId": "allow_always:" + strconv.Itoa(i),
-			"name": "Allow for this session: " + g, "kind": "allow_always"})
+	if q.Scope != "" {
+		options = append(options, map[string]any{"optionId": "allow_always", "name": "Allow for this session: " + q.Scope, "kind": "allow_always"})
 	}
-	options = append(options,
-		map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-		map[string]any{"optionId": "reject_always", "name": "Reject for this session: " + key, "kind": "reject_always"})
+	options = append(options, map[string]any{"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
+	if q.Scope != "" {
+		options = append(options, map[string]any{"optionId": "reject_always", "name": "Reject for this session: " + q.Scope, "kind": "reject_always"})
+	}
 	var res struct {
 		Outcome struct {
 			Outcome  string `json:"outcome"`
@@ -426,7 +410,7 @@ func (ss *session) ask(ctx context.Context, q question) (answer, error) {
 	case errors.Is(err, errClosed):
 		return answer{decision: "reject", reason: "the editor disconnected before answering"}, nil
 	case err != nil:
-		slog.Warn("acp: the permission request failed; the call is rejected", "session", ss.id, "err", err)
+		slog.Debug("acp: the permission request failed; the call is rejected", "session", ss.id, "err", err)
 		return answer{decision: "reject", reason: "the permission request failed, so the call was not run"}, nil
 	}
 	switch res.Outcome.Outcome {
@@ -434,85 +418,53 @@ func (ss *session) ask(ctx context.Context, q question) (answer, error) {
 		return answer{decision: "reject", reason: "the permission request was cancelled, so the call was not run"}, nil
 	case "selected":
 	default:
-		slog.Warn("acp: a permission answer with an unknown outcome; the call is rejected", "outcome", res.Outcome.Outcome)
+		slog.Debug("acp: a permission answer with an unknown outcome; the call is rejected", "outcome", res.Outcome.Outcome)
 		return answer{decision: "reject", reason: "the editor's answer was not understood, so the call was not run"}, nil
 	}
 	switch id := res.Outcome.OptionID; {
 	case id == "allow_once":
 		return answer{decision: "accept"}, nil
-	case strings.HasPrefix(id, "allow_always:"):
-		i, err := strconv.Atoi(strings.TrimPrefix(id, "allow_always:"))
-		if err == nil && i >= 0 && i < len(q.Grants) {
-			return answer{decision: "acceptForSession", grant: i}, nil
-		}
+	case id == "allow_always" && q.Scope != "":
+		return answer{decision: "acceptForSession"}, nil
 	case id == "reject_once":
 		return answer{decision: "reject"}, nil
-	case id == "reject_always":
-		ss.mu.Lock()
-		ss.rejectAlways[key] = true
-		ss.mu.Unlock()
-		return answer{decision: "reject", reason: "the user rejected " + key + " for this session"}, nil
+	case id == "reject_always" && q.Scope != "":
+		return answer{decision: "rejectForSession"}, nil
 	}
-	slog.Warn("acp: a permission answer with an unknown option id; the call is rejected", "optionId", res.Outcome.OptionID)
+	slog.Debug("acp: a permission answer with an unknown option id; the call is rejected", "optionId", res.Outcome.OptionID)
 	return answer{decision: "reject", reason: "the editor answered with an unknown option, so the call was not run"}, nil
 }
 
-// rejectKey is the scope a "reject always" covers: the narrowest session grant the policy would
-// offer for the call (a command prefix, a tool), else the tool.
-func rejectKey(q question) string {
-	if len(q.Grants) > 0 {
-		return q.Grants[0]
-	}
-	return "tool " + q.Call.Call.Name
-}
-
-// replay sends the session's history as session/update notifications (session/load). agentd's
-// own messages are never sent as the user's words: the note at a turn's start, the loop's nudges
-// and the answer to a compaction's summary are left out; the summary is an agent message that
-// says what it is.
+// replay sends the transcript as session/update notifications (session/load). agentd's own
+// messages are never sent as the user's words (the transcript leaves them out); a compaction's
+// summary is an agent message that says what it is.
 func (ss *session) replay() {
-	for _, m := range ss.sess.History() {
-		if m.Kind == agent.KindSummary {
-			ss.update(chunk("agent_message_chunk", compactedPrefix+agent.CompactionSummary(m)))
-			continue
-		}
-		if m.FromAgentd() {
-			continue
-		}
-		switch m.Role {
-		case agent.RoleUser:
-			if m.Content != "" {
-				ss.update(chunk("user_message_chunk", m.Content))
-			}
-		case agent.RoleAssistant:
-			if m.Thinking != "" {
-				ss.update(chunk("agent_thought_chunk", m.Thinking))
-			}
-			if m.Content != "" {
-				ss.update(chunk("agent_message_chunk", m.Content))
-			}
-			for _, tc := range m.ToolCalls {
-				u := map[string]any{"sessionUpdate": "tool_call", "toolCallId": tc.ID, "title": title(tc.Name, "", tc.Arguments),
-					"kind": kindOf(tc.Name), "status": "pending", "rawInput": rawObject(tc.Arguments)}
-				if locs := locations(ss.pathsOf(tc.Arguments)); len(locs) > 0 {
-					u["locations"] = locs
+	for _, t := range ss.o.transcript() {
+		for _, it := range t.Items {
+			switch it.Kind {
+			case itemCompaction:
+				ss.update(chunk("agent_message_chunk", compactedPrefix+it.Text))
+			case itemUser:
+				if it.Text != "" {
+					ss.update(chunk("user_message_chunk", it.Text))
+				}
+			case itemAgent:
+				if it.Thinking != "" {
+					ss.update(chunk("agent_thought_chunk", it.Thinking))
+				}
+				if it.Text != "" {
+					ss.update(chunk("agent_message_chunk", it.Text))
+				}
+			case itemTool:
+				u := ss.toolCall(it.Tool)
+				if content := ss.callContent(it.Tool); len(content) > 0 {
+					u["content"] = content
 				}
 				ss.update(u)
 			}
-		case agent.RoleTool:
-			u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": m.ToolCallID, "status": "completed"}
-			if m.Content != "" {
-				u["content"] = []map[string]any{textContent(shortenResult(m.Content))}
-			}
-			ss.update(u)
 		}
 	}
 }
 
 // compactedPrefix starts the agent message that replays a compaction's summary.
 const compactedPrefix = "Context compacted: the earlier conversation was replaced by this summary.\n\n"
-
-func shortenResult(s string) string {
-	r := tools.Result{Content: []tools.Block{{Type: "text", Text: s}}}
-	return resultText(&r)
-}

@@ -94,7 +94,7 @@ func (c *client) sessionList(params []byte) (any, error) {
 		}
 		filter = canonical(dir)
 	}
-	stored, err := c.srv.rt.Store().List()
+	stored, err := c.srv.rt.Sessions()
 	if err != nil {
 		return nil, err
 	}
@@ -116,22 +116,12 @@ func (c *client) sessionList(params []byte) (any, error) {
 		if seen[s.ID] || (filter != "" && s.Workspace != filter) {
 			continue
 		}
-		out = append(out, rpc.SessionInfo{SessionID: s.ID, Title: titleOr(s.Title, s.LastPrompt), WorkspaceFolder: fileURI(s.Workspace),
+		out = append(out, rpc.SessionInfo{SessionID: s.ID, Title: s.Title, WorkspaceFolder: fileURI(s.Workspace),
 			Model: s.Model, ApprovalMode: s.Mode, CreatedAt: s.Created.UTC().Format(time.RFC3339),
 			UpdatedAt: s.Updated.UTC().Format(time.RFC3339), Turns: s.Turns})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt > out[j].UpdatedAt })
 	return rpc.SessionListResult{Sessions: out}, nil
-}
-
-func titleOr(title, prompt string) string {
-	if title != "" {
-		return title
-	}
-	if len(prompt) > 60 {
-		prompt = prompt[:60] + "…"
-	}
-	return strings.ReplaceAll(prompt, "\n", " ")
 }
 
 func (c *client) sessionAttach(params []byte) (any, error) {

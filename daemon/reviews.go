@@ -166,7 +166,6 @@ func (ls *liveSession) newReview(q harness.Question) (*review, error) {
 	return r, nil
 }
 
-
 // fileReview describes a file change: hunks, unified diff, and the edits that apply them to the
 // text the change was computed against (the editor's buffer when the document is open).
 func (ls *liveSession) fileReview(d *preview.Diff) *rpc.FileReview {

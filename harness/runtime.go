@@ -319,6 +319,10 @@ type Harness struct {
 	// (holdModel).
 	holdMu   sync.Mutex
 	stopHold context.CancelFunc
+	// host is the model server's address for this session (SessionSpec.OllamaHost, or the
+	// runtime's); restart, when set, is the history a loop restarted by SetModel resumes from.
+	host    string
+	restart *restartPoint
 	// mcp holds the session's MCP servers (tools/mcp), started in build, shut down in Close.
 	mcp *mcp.Set
 	// clientMCP are the front end's servers for this session (SessionSpec.MCPServers);
@@ -483,6 +487,7 @@ func (h *Harness) build(writer fsafe.Writer, host string) error {
 	if host == "" {
 		host = rt.opts.OllamaHost
 	}
+	h.host = host
 	if h.model, err = rt.opts.Models(host, h.settings.Model); err != nil {
 		return err
 	}
@@ -603,12 +608,16 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 		// info from now on.
 		slog.Warn(w, "session", h.settings.ID)
 	}
+	history, historyTurns, turns := h.Replayed.History, h.Replayed.HistoryTurns, len(h.Replayed.Turns)
+	if r := h.restart; r != nil {
+		history, historyTurns, turns = r.history, r.turnOf, r.turns
+	}
 	g := newGate(h, ask)
 	gate := h.audit.WrapGate(g.Decide)
 	cp := h.checkpoints
 	cfg := agent.SessionConfig{
 		ID: h.settings.ID, Model: h.model, Info: info, NumCtx: numCtx, Think: h.rt.opts.Think,
-		Journal: h.journal, Facts: h.facts(), History: h.Replayed.History, HistoryTurns: h.Replayed.HistoryTurns, Turns: len(h.Replayed.Turns),
+		Journal: h.journal, Facts: h.facts(), History: history, HistoryTurns: historyTurns, Turns: turns,
 		TurnNote: h.turnNote,
 		Kernel: agent.Config{
 			Registry:   h.registry,

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -171,6 +172,49 @@ func (s *Session) Cancel() bool {
 	loop := s.loop
 	s.mu.Unlock()
 	return loop != nil && loop.Cancel()
+}
+
+// SetModel switches the session to another model between turns: the loop stops, and the next
+// prompt starts it again on the new model with the conversation so far (the context window is
+// chosen again, for that model). The change is journaled.
+func (s *Session) SetModel(model string) error {
+	if model == "" {
+		return errors.New("no model named")
+	}
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	s.mu.Lock()
+	loop, running, turns := s.loop, s.running, s.turns
+	s.mu.Unlock()
+	if running != "" {
+		return agent.ErrTurnRunning
+	}
+	client, err := s.rt.opts.Models(s.host, model)
+	if err != nil {
+		return err
+	}
+	if loop != nil {
+		msgs, turnOf := loop.HistoryTurns()
+		loop.Close()
+		s.restart = &restartPoint{history: msgs, turnOf: turnOf, turns: turns}
+		s.mu.Lock()
+		s.loop = nil
+		s.mu.Unlock()
+	}
+	s.holdModel(nil)
+	s.Harness.mu.Lock()
+	s.model = client
+	s.settings.Model, s.settings.NumCtx = model, 0
+	settings := s.settings
+	s.Harness.mu.Unlock()
+	return s.journal.Append(agent.Entry{Type: agent.EntrySession, Time: time.Now().UTC(), Session: &settings})
+}
+
+// restartPoint is the conversation a loop restarted by SetModel resumes from.
+type restartPoint struct {
+	history []agent.Message
+	turnOf  []string
+	turns   int
 }
 
 // Close stops the loop (cancelling its turn) and closes the harness: the journal is synced.

@@ -478,3 +478,49 @@ func parseEntry(b []byte) (agent.Entry, bool) {
 	}
 	return e, true
 }
+
+// Fork copies a session to a new one: its journal up to the start of turn before ("" : all of
+// it), under a new ID and creation time, and returns the new ID. The copied entries are the same
+// bytes but for the session's ID, so the fork rebuilds the same history, and the model reads the
+// same prompt prefix. The session may be open elsewhere: Fork only reads it.
+func (s *Store) Fork(id, before string) (string, error) {
+	entries, err := s.Load(id)
+	if err != nil {
+		return "", err
+	}
+	if len(entries) == 0 || entries[0].Type != agent.EntrySession || entries[0].Session == nil {
+		return "", fmt.Errorf("store: session %s has no settings entry", id)
+	}
+	if before != "" && !slices.ContainsFunc(entries, func(e agent.Entry) bool {
+		return e.Type == agent.EntryTurnStart && e.TurnID == before
+	}) {
+		return "", fmt.Errorf("%w: session %s has no turn %s", ErrNotFound, id, before)
+	}
+	settings := *entries[0].Session
+	settings.ID, settings.Created = "", time.Time{}
+	sf, err := s.Create(settings)
+	if err != nil {
+		return "", err
+	}
+	newID := sf.ID()
+	created := sf.sum.Created
+	for _, e := range entries[1:] {
+		if e.Type == agent.EntryTurnStart && e.TurnID == before {
+			break
+		}
+		if e.Session != nil {
+			cp := *e.Session
+			cp.ID, cp.Created = newID, created
+			e.Session = &cp
+		}
+		if err := sf.Append(e); err != nil {
+			sf.Close()
+			s.Delete(newID)
+			return "", err
+		}
+	}
+	if err := sf.Close(); err != nil {
+		return "", err
+	}
+	return newID, nil
+}

@@ -12,6 +12,9 @@ import { createInterface } from "node:readline";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
+// session/fork is unstable in the schema agentd targets (1.21): its name comes from the unstable
+// entry point.
+import { methods as unstableMethods } from "@agentclientprotocol/sdk/unstable";
 
 const env = process.env;
 const answer = join(env.WORKSPACE, "answer.go");
@@ -23,14 +26,20 @@ const [ollamaURL] = await once(createInterface({ input: fake.stdout }), "line");
 
 // startAgent spawns `agentd acp` and returns the library's stream over its stdio, recording each
 // direction's bytes (one JSON-RPC message per line) for the schema check.
-function startAgent() {
+// Without record, nothing is written to the transcript (a run whose requests fail on purpose).
+// Whatever agentd writes on stderr is kept in stderrText: an ACP client shows each line as an
+// error, so normal operation writes none.
+let stderrText = "";
+function startAgent({ record = true, ollama = ollamaURL } = {}) {
   const child = spawn(env.AGENTD, ["acp", "--approval", "ask"], {
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...env, OLLAMA_HOST: ollamaURL },
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...env, OLLAMA_HOST: ollama },
   });
+  child.stderr.on("data", (chunk) => { stderrText += chunk; });
+  const append = (file, chunk) => { if (record) appendFileSync(join(env.TRANSCRIPT_DIR, file), chunk); };
   const output = new WritableStream({
     write(chunk) {
-      appendFileSync(join(env.TRANSCRIPT_DIR, "client.jsonl"), chunk);
+      append("client.jsonl", chunk);
       return new Promise((res, rej) => child.stdin.write(chunk, (e) => (e ? rej(e) : res())));
     },
     close() { child.stdin.end(); },
@@ -40,7 +49,7 @@ function startAgent() {
   const input = new ReadableStream({
     start(controller) {
       child.stdout.on("data", (chunk) => {
-        appendFileSync(join(env.TRANSCRIPT_DIR, "agent.jsonl"), chunk);
+        append("agent.jsonl", chunk);
         if (open) controller.enqueue(new Uint8Array(chunk));
       });
       child.stdout.on("end", () => { if (open) { open = false; controller.close(); } });
@@ -101,6 +110,13 @@ let sessionId;
     sessionId = ns.sessionId;
     assert.equal(ns.modes.currentModeId, "ask");
     assert.deepEqual(ns.modes.availableModes.map((m) => m.id), ["ask", "auto-edit", "plan", "yolo"]);
+    // The approval mode and the model as config options (codecompanion and Zed pick them so).
+    const option = (opts, id) => opts.find((o) => o.id === id);
+    assert.equal(option(ns.configOptions, "mode").category, "mode");
+    assert.equal(option(ns.configOptions, "mode").currentValue, "ask");
+    assert.equal(option(ns.configOptions, "model").category, "model");
+    assert.equal(option(ns.configOptions, "model").currentValue, "qwen3:8b");
+    assert.deepEqual(option(ns.configOptions, "model").options.map((o) => o.value).sort(), ["qwen3:14b", "qwen3:8b"]);
 
     // allow once: the edit is written through the client's fs/write_text_file.
     let asked;
@@ -116,8 +132,11 @@ let sessionId;
     const notes = updates.filter((u) => u.sessionUpdate === "agent_message_chunk" && /MCP server/.test(u.content.text)).map((u) => u.content.text);
     assert.equal(notes.length, 1, "one note, about the broken MCP server: " + JSON.stringify(notes));
     assert.match(notes[0], /broken did not start/);
-    assert.deepEqual(asked.options.map((o) => o.kind).sort(), ["allow_always", "allow_always", "allow_once", "reject_always", "reject_once"].sort());
-    assert.ok(asked.options.some((o) => o.kind === "allow_always" && /tool edit/.test(o.name)), "allow_always names its scope: " + JSON.stringify(asked.options));
+    // One option per kind (clients key them by kind); "always" is the narrowest scope.
+    assert.deepEqual(asked.options.map((o) => o.kind).sort(), ["allow_always", "allow_once", "reject_always", "reject_once"]);
+    const always = asked.options.find((o) => o.kind === "allow_always");
+    assert.match(always.name, /path \//, "allow_always names the narrowest scope: " + JSON.stringify(asked.options));
+    assert.doesNotMatch(always.name, /tool edit/);
     const diff = asked.toolCall.content.find((c) => c.type === "diff");
     assert.equal(diff.path, answer);
     assert.match(diff.oldText, /return 1/);
@@ -150,8 +169,15 @@ let sessionId;
     assert.match(readFileSync(answer, "utf8"), /return 42/);
     assert.equal(writes.length, 1);
 
-    // a mode change
-    await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "plan" });
+    // a mode change, by session/set_mode and by the config option
+    await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "auto-edit" });
+    let co = await ctx.request(methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "plan" });
+    assert.equal(option(co.configOptions, "mode").currentValue, "plan");
+    // a model change between turns
+    co = await ctx.request(methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "qwen3:14b" });
+    assert.equal(option(co.configOptions, "model").currentValue, "qwen3:14b");
+    co = await ctx.request(methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "qwen3:8b" });
+    assert.equal(option(co.configOptions, "model").currentValue, "qwen3:8b");
   });
   child.stdin.end(); // the editor quits: agentd exits
   const [code] = await exited;
@@ -178,6 +204,58 @@ let sessionId;
   assert.deepEqual(calls.slice(0, 2), ["read", "edit"]);
   assert.ok(updates.some((u) => u.sessionUpdate === "agent_message_chunk" && /returns 42/.test(u.content.text)), "the answer is replayed");
 }
+
+// 3. Another process: the session list, resume (no replay), fork and close.
+{
+  updates.length = 0;
+  const { child, stream, exited } = startAgent();
+  await app.connectWith(stream, async (ctx) => {
+    const ir = await ctx.request(methods.agent.initialize, init);
+    assert.deepEqual(ir.agentCapabilities.sessionCapabilities.list, {});
+    assert.deepEqual(ir.agentCapabilities.sessionCapabilities.resume, {});
+    let list = await ctx.request(methods.agent.session.list, {});
+    const mine = list.sessions.find((s) => s.sessionId === sessionId);
+    assert.ok(mine, "the session is listed: " + JSON.stringify(list));
+    assert.equal(mine.cwd, env.WORKSPACE);
+    assert.match(mine.title, /zero it/, "the title: the last prompt (no title was set)");
+    assert.ok(!Number.isNaN(Date.parse(mine.updatedAt)), "updatedAt is a time: " + mine.updatedAt);
+    list = await ctx.request(methods.agent.session.list, { cwd: "/nonexistent-dir" });
+    assert.equal(list.sessions.length, 0);
+
+    const rr = await ctx.request(methods.agent.session.resume, { sessionId, cwd: env.WORKSPACE, mcpServers: [] });
+    assert.equal(rr.modes.currentModeId, "plan");
+    assert.equal(updates.length, 0, "session/resume replays nothing: " + JSON.stringify(updates));
+
+    assert.equal(unstableMethods.agent.session.fork, "session/fork");
+    const fr = await ctx.request(unstableMethods.agent.session.fork, { sessionId, cwd: env.WORKSPACE, mcpServers: [] });
+    assert.ok(fr.sessionId && fr.sessionId !== sessionId, "a new session: " + JSON.stringify(fr));
+    list = await ctx.request(methods.agent.session.list, { cwd: env.WORKSPACE });
+    assert.ok(list.sessions.some((s) => s.sessionId === fr.sessionId), "the fork is listed");
+    await ctx.request(methods.agent.session.load, { sessionId: fr.sessionId, cwd: env.WORKSPACE, mcpServers: [] });
+    const users = updates.filter((u) => u.sessionUpdate === "user_message_chunk");
+    assert.equal(users.length, 3, "the fork has the three prompts");
+    await ctx.request(methods.agent.session.close, { sessionId: fr.sessionId });
+  });
+  child.stdin.end();
+  await exited;
+}
+
+// 4. Ollama is down: session/new fails with a code and a message a client shows, naming the fix.
+{
+  const { child, stream, exited } = startAgent({ record: false, ollama: "http://127.0.0.1:9" });
+  await app.connectWith(stream, async (ctx) => {
+    await ctx.request(methods.agent.initialize, init);
+    await assert.rejects(ctx.request(methods.agent.session.new, { cwd: env.WORKSPACE, mcpServers: [] }), (e) => {
+      assert.equal(e.code, -32001, "the model-unavailable code: " + JSON.stringify(e));
+      assert.match(e.message, /ollama/i);
+      assert.match(e.message, /fix: /);
+      return true;
+    });
+  });
+  child.stdin.end();
+  await exited;
+}
+assert.equal(stderrText, "", "agentd acp wrote on stderr in normal operation");
 
 fake.stdin.end();
 log("ok");
