@@ -42,12 +42,13 @@ func runCmd(args []string) int {
 	s.register(fs)
 	dir := fs.String("C", ".", "the workspace directory")
 	resume := fs.String("resume", "", "resume a stored session by ID")
+	at := fs.String("at", "", "with --resume: go back to before this turn (t1, t2, …) — its files are restored unless changed since — and continue from there in a new session; without a prompt, that turn's prompt is sent again")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	prompt := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if prompt == "" {
-		fmt.Fprintln(os.Stderr, `usage: agentd run [-C DIR] [--model M] [--approval MODE] [--resume ID] "prompt"`)
+	if (prompt == "" && *at == "") || (*at != "" && *resume == "") {
+		fmt.Fprintln(os.Stderr, `usage: agentd run [-C DIR] [--model M] [--approval MODE] [--resume ID [--at TURN]] "prompt"`)
 		return exitUsage
 	}
 	opts, warnings, err := s.resolve()
@@ -69,7 +70,30 @@ func runCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "agentd:", err)
 		return 1
 	}
-	defer h.Close()
+	if *at != "" {
+		// Rewind: the files go back to before the turn, the conversation continues in a fork.
+		res, err := harness.NewSession(h, nil).Rewind(*at)
+		h.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agentd:", err)
+			return 1
+		}
+		w := termtext.New(os.Stderr, false)
+		w.Printf("agentd: back to before turn %s of %s in session %s; %s restored\n", *at, *resume, res.Session, plural(len(res.Restored), "file", "files"))
+		for _, sk := range res.Skipped {
+			w.Printf("agentd: %s left as it is: %s\n", sk.Path, sk.Reason)
+		}
+		if prompt == "" {
+			prompt = res.Prompt
+		}
+		if h, err = rt.Open(harness.SessionSpec{ID: res.Session, Model: s.model}); err != nil {
+			fmt.Fprintln(os.Stderr, "agentd:", err)
+			return 1
+		}
+	}
+	// The live session closes the harness once it exists (the loop first, then the journal).
+	closeSession := h.Close
+	defer func() { closeSession() }()
 	if *resume != "" && s.approval != "" && s.approval != h.Settings().ApprovalMode {
 		// A resumed session keeps its mode unless --approval says otherwise (the way to go on
 		// after a call needed an approval no one could give).
@@ -90,22 +114,26 @@ func runCmd(args []string) int {
 	}
 	ends := make(chan agent.TurnEnd, 1)
 	var tally refusals // written by the session's events, read after the TurnEnd arrived
-	sess, err := h.Start(context.Background(), ask, func(e agent.Event) {
-		ui.event(e)
-		tally.observe(e)
-		if te, ok := e.(agent.TurnEnd); ok {
+	sess := harness.NewSession(h, ask)
+	closeSession = sess.Close
+	sess.Attach(func(u harness.Update) {
+		if u.Event == nil {
+			return // a call's status: the asker shows the question
+		}
+		ui.event(u.Event)
+		tally.observe(u.Event)
+		if te, ok := u.Event.(agent.TurnEnd); ok {
 			ends <- te
 		}
 	})
-	if err != nil {
+	if err := sess.Start(context.Background()); err != nil {
 		ui.err.Println("agentd:", describeErr(err))
 		return 1
 	}
-	defer sess.Close()
 	if note := harness.InstructionsNote(h.Instructions()); note != "" {
 		ui.err.Println("agentd:", note)
 	}
-	if _, err := sess.Prompt(prompt); err != nil {
+	if _, err := sess.Prompt(context.Background(), prompt); err != nil {
 		ui.err.Println("agentd:", err)
 		return 1
 	}
