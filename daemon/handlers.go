@@ -361,6 +361,8 @@ var requestHandlers = map[string]requestHandler{
 	rpc.MethodSessionSteer:   func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.sessionSteer(ctx, p) },
 	rpc.MethodSessionCancel:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionCancel(p) },
 	rpc.MethodSessionRevert:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionRevert(p) },
+	rpc.MethodSessionFork:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionFork(p) },
+	rpc.MethodSessionRewind:  func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionRewind(p) },
 	rpc.MethodSessionSetMode: func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.sessionSetMode(p) },
 	rpc.MethodModelList:      func(c *client, ctx context.Context, _ json.RawMessage) (any, error) { return c.modelList(ctx) },
 	rpc.MethodReviewDecide:   func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.reviewDecide(p) },

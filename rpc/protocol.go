@@ -25,14 +25,20 @@ const ProtocolVersion = 1
 
 // Client → server requests.
 const (
-	MethodSessionNew     = "session/new"
-	MethodSessionList    = "session/list"
-	MethodSessionAttach  = "session/attach"
-	MethodSessionDetach  = "session/detach"
-	MethodSessionPrompt  = "session/prompt"
-	MethodSessionSteer   = "session/steer"
-	MethodSessionCancel  = "session/cancel"
-	MethodSessionRevert  = "session/revert"
+	MethodSessionNew    = "session/new"
+	MethodSessionList   = "session/list"
+	MethodSessionAttach = "session/attach"
+	MethodSessionDetach = "session/detach"
+	MethodSessionPrompt = "session/prompt"
+	MethodSessionSteer  = "session/steer"
+	MethodSessionCancel = "session/cancel"
+	MethodSessionRevert = "session/revert"
+	// MethodSessionFork copies a session to a new one and attaches the editor to it.
+	MethodSessionFork = "session/fork"
+	// MethodSessionRewind goes back to before a turn: its files and the later turns' are
+	// restored (never a file changed since), and the conversation before it continues in a new
+	// session, to which the editor is attached.
+	MethodSessionRewind  = "session/rewind"
 	MethodSessionSetMode = "session/setMode"
 	MethodModelList      = "model/list"
 	MethodReviewDecide   = "review/decide"
@@ -155,6 +161,8 @@ var Methods = []MethodInfo{
 	req[SessionSteerParams, SessionSteerResult](MethodSessionSteer, ClientToServer),
 	req[SessionCancelParams, SessionCancelResult](MethodSessionCancel, ClientToServer),
 	req[SessionRevertParams, SessionRevertResult](MethodSessionRevert, ClientToServer),
+	req[SessionForkParams, SessionForkResult](MethodSessionFork, ClientToServer),
+	req[SessionRewindParams, SessionRewindResult](MethodSessionRewind, ClientToServer),
 	req[SessionSetModeParams, SessionSetModeResult](MethodSessionSetMode, ClientToServer),
 	req[ModelListParams, ModelListResult](MethodModelList, ClientToServer),
 	req[ReviewDecideParams, ReviewDecideResult](MethodReviewDecide, ClientToServer),
@@ -391,6 +399,33 @@ type SessionRevertParams struct {
 type SessionRevertResult struct {
 	TurnID   string       `json:"turnId"`
 	Restored []string     `json:"restored"` // workspace-relative paths
+	Skipped  []RevertSkip `json:"skipped"`
+}
+
+// SessionForkParams copies a session (its whole conversation) to a new session.
+type SessionForkParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// SessionForkResult is the new session; the editor is attached to it.
+type SessionForkResult struct {
+	Session SessionInfo `json:"session"`
+}
+
+// SessionRewindParams goes back to before a turn of the session.
+type SessionRewindParams struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+}
+
+// SessionRewindResult is the new session holding the conversation before the turn (the editor is
+// attached to it; attach to read its history), the turn's prompt to send again, edited or not,
+// and the files restored and skipped (changed since by someone else: never overwritten).
+type SessionRewindResult struct {
+	Session  SessionInfo  `json:"session"`
+	TurnID   string       `json:"turnId"`
+	Prompt   string       `json:"prompt"`
+	Restored []string     `json:"restored"`
 	Skipped  []RevertSkip `json:"skipped"`
 }
 

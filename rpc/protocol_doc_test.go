@@ -19,7 +19,7 @@ func init() {
 		SessionNewParams{}, SessionNewResult{}, SessionListParams{}, SessionListResult{},
 		SessionAttachParams{}, SessionAttachResult{}, SessionDetachParams{}, SessionDetachResult{},
 		SessionPromptParams{}, SessionPromptResult{}, SessionSteerParams{}, SessionSteerResult{},
-		SessionCancelParams{}, SessionCancelResult{}, SessionRevertParams{}, SessionRevertResult{},
+		SessionCancelParams{}, SessionCancelResult{}, SessionRevertParams{}, SessionRevertResult{}, SessionForkParams{}, SessionForkResult{}, SessionRewindParams{}, SessionRewindResult{},
 		SessionSetModeParams{}, SessionSetModeResult{}, ModelListParams{}, ModelListResult{},
 		DaemonStatusParams{}, DaemonStatusResult{}, SessionUpdateParams{},
 		ReviewRequestedParams{}, ReviewDecideParams{}, ReviewDecideResult{}, ReviewListParams{},

@@ -18,6 +18,8 @@ export const Method = {
 	SessionSteer: "session/steer",
 	SessionCancel: "session/cancel",
 	SessionRevert: "session/revert",
+	SessionFork: "session/fork",
+	SessionRewind: "session/rewind",
 	SessionSetMode: "session/setMode",
 	ModelList: "model/list",
 	ReviewDecide: "review/decide",
@@ -61,6 +63,8 @@ export const Methods: readonly MethodInfo[] = [
 	{ name: Method.SessionSteer, direction: "client→server", request: true },
 	{ name: Method.SessionCancel, direction: "client→server", request: true },
 	{ name: Method.SessionRevert, direction: "client→server", request: true },
+	{ name: Method.SessionFork, direction: "client→server", request: true },
+	{ name: Method.SessionRewind, direction: "client→server", request: true },
 	{ name: Method.SessionSetMode, direction: "client→server", request: true },
 	{ name: Method.ModelList, direction: "client→server", request: true },
 	{ name: Method.ReviewDecide, direction: "client→server", request: true },
@@ -252,6 +256,27 @@ export interface RevertSkip {
 	path: string;
 	reason: string;
 }
+export interface SessionForkParams {
+	sessionId: string;
+}
+
+export interface SessionForkResult {
+	session: SessionInfo;
+}
+
+export interface SessionRewindParams {
+	sessionId: string;
+	turnId: string;
+}
+
+export interface SessionRewindResult {
+	session: SessionInfo;
+	turnId: string;
+	prompt: string;
+	restored: string[];
+	skipped: RevertSkip[];
+}
+
 export interface SessionRevertResult {
 	turnId: string;
 	restored: string[];
@@ -575,6 +600,8 @@ export interface RequestTypes {
 	"session/steer": [SessionSteerParams, SessionSteerResult];
 	"session/cancel": [SessionCancelParams, SessionCancelResult];
 	"session/revert": [SessionRevertParams, SessionRevertResult];
+	"session/fork": [SessionForkParams, SessionForkResult];
+	"session/rewind": [SessionRewindParams, SessionRewindResult];
 	"session/setMode": [SessionSetModeParams, SessionSetModeResult];
 	"model/list": [ModelListParams, ModelListResult];
 	"review/decide": [ReviewDecideParams, ReviewDecideResult];
