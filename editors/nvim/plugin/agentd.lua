@@ -25,6 +25,9 @@ command("AgentNew", cmd("new"), { nargs = "*", desc = "agentd: start a new sessi
 command("AgentSessions", cmd("sessions"), { nargs = 0, desc = "agentd: pick a session to resume" })
 command("AgentCancel", cmd("cancel"), { nargs = 0, desc = "agentd: cancel the running turn" })
 command("AgentRevert", cmd("revert"), { nargs = "?", desc = "agentd: restore the files a turn changed [turnId]" })
+command("AgentRewind", cmd("rewind"), {
+  nargs = "?", desc = "agentd: back to before a turn, files restored (never yours), to prompt again [turnId]",
+})
 command("AgentChanges", cmd("changes"), { nargs = "?", desc = "agentd: a turn's changed files and hunks, to undo [turnId]" })
 command("AgentTurns", cmd("turns"), { nargs = 0, desc = "agentd: pick a turn that changed files" })
 command("AgentAccept", cmd("accept"), {

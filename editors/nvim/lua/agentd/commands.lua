@@ -93,6 +93,10 @@ function M.revert(o)
   session().revert(o.args)
 end
 
+function M.rewind(o)
+  require("agentd.rewind").rewind(o.args)
+end
+
 function M.changes(o)
   require("agentd.changes").open(o.args)
 end
