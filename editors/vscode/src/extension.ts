@@ -13,6 +13,7 @@ import { McpProposals } from "./mcp";
 import { ChangesView } from "./review/changes";
 import { ReviewManager } from "./review/manager";
 import { SessionController } from "./session";
+import { rewind } from "./rewind";
 import { StatusBar } from "./status";
 import { activateTestMode, registerCommand, watchLog } from "./testmode";
 
@@ -98,6 +99,7 @@ export function activate(context: vscode.ExtensionContext) {
 	cmd("agentd.pickMode", () => session.pickMode());
 	cmd("agentd.stop", () => session.cancel());
 	cmd("agentd.revertLastTurn", () => session.revert());
+	cmd("agentd.rewind", (turnId?: string) => rewind({ daemon, session, chat }, typeof turnId === "string" ? turnId : undefined));
 	cmd("agentd.manageGrants", () => session.manageGrants());
 	cmd("agentd.approveMcpServers", () => mcpProposals.approveCommand());
 	cmd("agentd.restart", () => daemon.restart());
