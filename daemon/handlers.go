@@ -315,25 +315,60 @@ func (c *client) grantRevoke(params []byte) (any, error) {
 	return rpc.GrantRevokeResult{Revoked: ls.h.Policy.Grants().Revoke(p.GrantID)}, nil
 }
 
-func (c *client) daemonStatus(ctx context.Context) (any, error) {
+func (c *client) daemonStatus(ctx context.Context, params []byte) (any, error) {
+	var p rpc.DaemonStatusParams
+	if len(params) > 0 && string(params) != "null" {
+		if err := rpc.DecodeStrict(params, &p); err != nil {
+			return nil, err
+		}
+	}
 	rt := c.srv.rt
-	status := "ok"
+	res := rpc.DaemonStatusResult{Version: rt.Options().Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: "ok"}
 	c.mu.Lock()
-	host := c.init.OllamaHost
+	host, model := c.init.OllamaHost, c.init.Model
 	c.mu.Unlock()
 	if host == "" {
 		host = rt.Options().OllamaHost
 	}
-	mc, err := rt.Options().Models(host, rt.Options().Model)
+	if p.Model != "" {
+		model = p.Model
+	}
+	if model == "" {
+		model = rt.Options().Model
+	}
+	mc, err := rt.Options().Models(host, model)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err = mc.Version(ctx)
-		cancel()
+		defer cancel()
+		if _, err = mc.Version(ctx); err == nil {
+			res.Model = modelStatus(ctx, mc, model)
+		}
 	}
 	if err != nil {
-		status = modelFailure(err).Error()
+		res.Ollama = modelFailure(err).Error()
 	}
-	return rpc.DaemonStatusResult{Version: rt.Options().Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: status}, nil
+	return res, nil
+}
+
+// modelStatus is daemon/status's model field: "ok" when Ollama has the model, else that it is
+// not pulled, the fix and the models there are, so an editor can say so before the first prompt.
+func modelStatus(ctx context.Context, mc harness.ModelClient, model string) string {
+	list, err := mc.ListModels(ctx)
+	if err != nil {
+		return fmt.Sprintf("could not list Ollama's models: %v", err)
+	}
+	names := make([]string, 0, len(list))
+	for _, m := range list {
+		if m.Name == model || m.Name == model+":latest" {
+			return "ok"
+		}
+		names = append(names, m.Name)
+	}
+	have := "Ollama has no models yet"
+	if len(names) > 0 {
+		have = "Ollama has: " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("model %s is not pulled — run `ollama pull %s`, or pick another model (%s)", model, model, have)
 }
 
 // requestHandler serves a client→server request of rpc.Methods.
@@ -369,7 +404,7 @@ var requestHandlers = map[string]requestHandler{
 	rpc.MethodReviewList:     func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.reviewList(p) },
 	rpc.MethodGrantList:      func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.grantList(p) },
 	rpc.MethodGrantRevoke:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.grantRevoke(p) },
-	rpc.MethodDaemonStatus:   func(c *client, ctx context.Context, _ json.RawMessage) (any, error) { return c.daemonStatus(ctx) },
+	rpc.MethodDaemonStatus:   func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.daemonStatus(ctx, p) },
 	rpc.MethodTurnList:       func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.turnList(p) },
 	rpc.MethodTurnChanges:    func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.turnChanges(p) },
 	rpc.MethodTurnUndo:       func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.turnUndo(ctx, p) },

@@ -529,7 +529,11 @@ type ModelInfo struct {
 	Capabilities  []string `json:"capabilities,omitzero"`
 }
 
-type DaemonStatusParams struct{}
+type DaemonStatusParams struct {
+	// Model is the model the editor will start sessions with (default: its initialize model, else
+	// the daemon's); the result's model field says whether Ollama has it.
+	Model string `json:"model,omitzero"`
+}
 
 type DaemonStatusResult struct {
 	Version  string `json:"version"`
@@ -537,6 +541,9 @@ type DaemonStatusResult struct {
 	Sessions int    `json:"sessions"`
 	// Ollama is "ok" or what is wrong, with the fix.
 	Ollama string `json:"ollama"`
+	// Model is "ok" when Ollama has the model, else that it is not pulled, with the fix and the
+	// models Ollama has; absent when Ollama could not be asked.
+	Model string `json:"model,omitzero"`
 }
 
 // SessionUpdateParams is one update of a session (notification, server → client).

@@ -303,13 +303,18 @@ export interface ModelListResult {
 	default: string;
 }
 
-export type DaemonStatusParams = Record<string, never>;
+export interface DaemonStatusParams {
+	/** The model the editor will start sessions with (default: its initialize model). */
+	model?: string;
+}
 export interface DaemonStatusResult {
 	version: string;
 	sandbox: string;
 	sessions: number;
 	/** "ok" or what is wrong, with the fix. */
 	ollama: string;
+	/** "ok" when Ollama has the model, else that it is not pulled, with the fix and the models there. */
+	model?: string;
 }
 
 // ---- Turns: session/update ----
