@@ -68,6 +68,22 @@ local function ensure_buffers()
     S.log = scratch("agentd://chat", "agentd")
     compat.set_buf_option(S.log, "modifiable", false)
     compat.set_buf_option(S.log, "syntax", "markdown")
+    -- markdown's syntax flags a `_` inside a word (file_name.go) as an error: not in the chat.
+    local function no_underscore_error()
+      if valid_buf(S.log) then
+        vim.api.nvim_buf_call(S.log, function()
+          if vim.b.current_syntax == "markdown" and vim.fn.hlexists("markdownError") == 1 then
+            local errmsg = vim.v.errmsg
+            vim.cmd("silent! syntax clear markdownError")
+            vim.v.errmsg = errmsg
+          end
+        end)
+      end
+    end
+    no_underscore_error()
+    vim.api.nvim_create_autocmd("Syntax", { buffer = S.log, callback = function()
+      vim.schedule(no_underscore_error)
+    end })
     map(S.log, "n", "q", M.close, "agentd: close the chat")
     map(S.log, "n", "i", M.focus_input, "agentd: type a prompt")
     map(S.log, "n", "a", M.focus_input, "agentd: type a prompt")
@@ -87,6 +103,19 @@ local function ensure_buffers()
     map(S.input, "n", "<CR>", M.submit, "agentd: send the prompt")
     map(S.input, { "n", "i" }, "<C-s>", M.submit, "agentd: send the prompt")
     map(S.input, "n", "q", M.close, "agentd: close the chat")
+    -- prompt history (the completion menu keeps <C-p>/<C-n> while it is open)
+    for _, k in ipairs({ { "<C-p>", -1 }, { "<C-n>", 1 } }) do
+      map(S.input, "n", k[1], function()
+        M.history_step(k[2])
+      end, "agentd: " .. (k[2] < 0 and "previous" or "next") .. " prompt of the history")
+      map(S.input, "i", k[1], function()
+        if vim.fn.pumvisible() == 1 then
+          vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k[1], true, false, true), "n", false)
+        else
+          M.history_step(k[2])
+        end
+      end, "agentd: prompt history (the completion menu's key while it is open)")
+    end
     require("agentd.mentions").attach(S.input)
     map(S.input, { "n", "i" }, "<C-c>", function()
       require("agentd.session").cancel()
@@ -231,6 +260,7 @@ function M.open(o)
     end
     if focus then
       vim.api.nvim_set_current_win(S.input_win)
+      M.start_insert()
     end
     return
   end
@@ -272,6 +302,7 @@ function M.open(o)
   M.scroll_to_end()
   if focus then
     vim.api.nvim_set_current_win(S.input_win)
+    M.start_insert()
   elseif vim.api.nvim_win_is_valid(prev) then
     vim.api.nvim_set_current_win(prev)
   end
@@ -294,9 +325,58 @@ function M.toggle()
   end
 end
 
---- Puts the cursor in the prompt box, opening the chat or the prompt box when needed.
+--- Puts the cursor in the prompt box, opening the chat or the prompt box when needed, in Insert
+--- mode: what is typed next is the prompt.
 function M.focus_input()
   M.open({ focus = true })
+end
+
+--- Insert mode in the prompt box (the cursor at its end), when it has the cursor.
+function M.start_insert()
+  if input_open() and vim.api.nvim_get_current_win() == S.input_win and vim.api.nvim_get_mode().mode ~= "i" then
+    vim.cmd("startinsert!")
+  end
+end
+
+-- Prompt history: the prompts sent from this editor, oldest first; <C-p>/<C-n> in the prompt box.
+S.history, S.history_pos, S.history_draft = {}, 1, nil
+local HISTORY_MAX = 100
+
+local function set_input(text)
+  vim.api.nvim_buf_set_lines(S.input, 0, -1, false, util.split_lines(text))
+  if input_open() then
+    local n = vim.api.nvim_buf_line_count(S.input)
+    local last = vim.api.nvim_buf_get_lines(S.input, n - 1, n, false)[1] or ""
+    pcall(vim.api.nvim_win_set_cursor, S.input_win, { n, #last })
+  end
+end
+
+--- Shows the previous (dir -1) or next (dir 1) prompt of the history in the prompt box; past the
+--- newest, what was being typed. Returns false at either end.
+function M.history_step(dir)
+  if not valid_buf(S.input) then
+    return false
+  end
+  local pos = S.history_pos + dir
+  if pos < 1 or pos > #S.history + 1 then
+    return false
+  end
+  if S.history_pos == #S.history + 1 then
+    S.history_draft = table.concat(vim.api.nvim_buf_get_lines(S.input, 0, -1, false), "\n")
+  end
+  S.history_pos = pos
+  set_input(pos == #S.history + 1 and (S.history_draft or "") or S.history[pos])
+  return true
+end
+
+local function remember(text)
+  if S.history[#S.history] ~= text then
+    table.insert(S.history, text)
+  end
+  while #S.history > HISTORY_MAX do
+    table.remove(S.history, 1)
+  end
+  S.history_pos, S.history_draft = #S.history + 1, nil
 end
 
 function M.submit()
@@ -308,9 +388,19 @@ function M.submit()
   if text == "" then
     return
   end
+  remember(text)
   vim.api.nvim_buf_set_lines(S.input, 0, -1, false, {})
-  -- @file, @folder/, @#symbol and @open become context items; the text keeps them as typed.
-  require("agentd.session").prompt(text, require("agentd.mentions").context(text))
+  -- @file, @folder/, @#symbol and @open become context items; the text keeps them as typed. The
+  -- chat shows the text and one line per item; their content goes to the model only.
+  local context = require("agentd.mentions").context(text)
+  S.sent = { text = text, context = context }
+  require("agentd.session").prompt(text, context, function()
+    -- not sent: the prompt goes back into the box (unless something new was typed there)
+    S.sent = nil
+    if valid_buf(S.input) and vim.trim(table.concat(vim.api.nvim_buf_get_lines(S.input, 0, -1, false), "\n")) == "" then
+      set_input(text)
+    end
+  end)
 end
 
 function M.scroll_to_end()
@@ -591,6 +681,9 @@ local function render_tool(info)
       end_row = row + #extra, end_col = #extra[#extra], hl_group = "AgentdError",
     })
   end
+  if M.details_call == t.info.callId then
+    M.refresh_details()
+  end
   local virt = tool_virt(t.info)
   local icon = icons[t.info.status] or "•"
   local o = { id = t.mark, hl_group = icon_hl[t.info.status] or "AgentdTool", end_row = row, end_col = 2 + #icon }
@@ -607,12 +700,41 @@ local function note(text, hl)
   put_lines(util.split_lines(text), hl or "AgentdNote")
 end
 
+-- One line per context item sent with a prompt ("@ docs/notes.md"): the daemon's echo of the
+-- prompt carries their content, which is for the model, not for the chat.
+local function context_lines(items)
+  local out = {}
+  local root = require("agentd.mentions").root()
+  for _, it in ipairs(items or {}) do
+    local path = vim.uri_to_fname(it.uri or "")
+    if util.is_under(path, root) then
+      path = path:sub(#root + 2)
+    end
+    if it.kind == "symbol" then
+      table.insert(out, string.format("  @ %s %s in %s", it.symbolKind or "symbol", it.name or "?", path))
+    else
+      table.insert(out, string.format("  @ %s%s", path, it.kind == "folder" and "/ (folder)" or ""))
+    end
+  end
+  return out
+end
+
 local function user_message(text)
   close_thinking()
   S.block = nil
   S.assistant = false
   local row = put_lines({ "", "## You" }, nil)
   vim.api.nvim_buf_set_extmark(S.log, M.ns, row + 1, 0, { line_hl_group = "AgentdUser" })
+  local sent = S.sent
+  S.sent = nil
+  if sent and sent.context and text:sub(1, #sent.text) == sent.text then
+    put_lines(util.split_lines(sent.text), nil)
+    local chips = context_lines(sent.context)
+    if #chips > 0 then
+      put_lines(chips, "AgentdNote")
+    end
+    return
+  end
   put_lines(util.split_lines(text), nil)
 end
 
@@ -953,6 +1075,7 @@ function M.show_details(info)
   end
   local b = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(b, 0, -1, false, M.details_lines(info))
+  M.details_call = info.callId
   compat.set_buf_option(b, "modifiable", false)
   compat.set_buf_option(b, "bufhidden", "wipe")
   compat.set_buf_option(b, "filetype", "markdown")
@@ -968,6 +1091,19 @@ function M.show_details(info)
   vim.keymap.set("n", "<Esc>", "<cmd>close<CR>", { buffer = b, nowait = true, silent = true, desc = "agentd: close" })
   M.details_win, M.details_buf = w, b
   return true
+end
+
+--- Writes the open details float again from its call's latest state (it follows the call: a
+--- command that ends while its details are shown no longer says "running").
+function M.refresh_details()
+  local b = M.details_buf
+  local t = S.tools[M.details_call or ""]
+  if not (t and valid_buf(b)) then
+    return
+  end
+  compat.set_buf_option(b, "modifiable", true)
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, M.details_lines(t.info))
+  compat.set_buf_option(b, "modifiable", false)
 end
 
 --- The log's text (tests).

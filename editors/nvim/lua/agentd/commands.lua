@@ -71,8 +71,13 @@ function M.chat()
     return
   end
   chat.open()
-  -- connect and show the session (a new one is made on the first prompt)
-  client.with_client(function() end)
+  -- connect and show the session (a new one is made on the first prompt); a model Ollama does
+  -- not have is said now
+  client.with_client(function(c)
+    if c then
+      session().check_model()
+    end
+  end)
 end
 
 function M.new(o)

@@ -611,7 +611,7 @@ function M.on_hunk_states(_, params)
   end
   if apply_states(r, params.hunks) then
     refresh(r)
-    pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+    util.status_changed()
   end
 end
 
@@ -638,7 +638,7 @@ function M.on_requested(_, params)
     require("agentd.approval").enqueue(r)
   end
   require("agentd.chat").on_review(r)
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+  util.status_changed()
 end
 
 local by_text = {
@@ -665,7 +665,7 @@ function M.on_resolved(_, params)
       by_text[params.by] or params.by or "?"))
   end
   require("agentd.chat").on_review_resolved(r, params)
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+  util.status_changed()
 end
 
 function M.clear_all(reason)

@@ -31,7 +31,7 @@ local function changed(what)
   for _, fn in ipairs(listeners) do
     pcall(fn, what)
   end
-  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+  util.status_changed()
 end
 
 function M.is_running(id)
@@ -54,16 +54,17 @@ function M.prompt_title(text)
   return line
 end
 
---- cb(session) with the current session, creating one if there is none (titled title).
-function M.ensure(cb, title)
+--- cb(session) with the current session, creating one if there is none (titled title);
+--- on_error() when it could not be created.
+function M.ensure(cb, title, on_error)
   if M.current then
     cb(M.current)
     return
   end
-  M.new(title, cb)
+  M.new(title, cb, on_error)
 end
 
-function M.new(title, cb)
+function M.new(title, cb, on_error)
   client.request(protocol.request.session_new, {
     workspaceFolder = nil, -- the connection's folder
     model = config.get().model,
@@ -72,6 +73,9 @@ function M.new(title, cb)
   }, function(err, result)
     if err then
       util.error("session/new failed: " .. util.err_text(err))
+      if on_error then
+        on_error(err)
+      end
       return
     end
     local previous = M.current
@@ -194,7 +198,8 @@ function M.pick()
 end
 
 --- Sends a prompt: a new turn, or a steering message while a turn runs.
-function M.prompt(text, context)
+--- Sends a prompt (or steers the running turn); on_error(err) when it was not sent.
+function M.prompt(text, context, on_error)
   if not text or vim.trim(text) == "" then
     util.warn("empty prompt")
     return
@@ -219,6 +224,9 @@ function M.prompt(text, context)
         client.request(protocol.request.session_steer, { sessionId = s.sessionId, text = text }, function(e2, r2)
           if e2 then
             util.error("session/steer failed: " .. util.err_text(e2))
+            if on_error then
+              on_error(e2)
+            end
           elseif r2 and not M.ended[s.sessionId .. "/" .. tostring(r2.turnId)] then
             M.running[s.sessionId] = r2.turnId
           end
@@ -228,6 +236,9 @@ function M.prompt(text, context)
       if err then
         util.error(method .. " failed: " .. util.err_text(err))
         chat().note("✗ " .. (err.message or util.err_text(err)), "AgentdError")
+        if on_error then
+          on_error(err)
+        end
         return
       end
       if not M.ended[s.sessionId .. "/" .. tostring(result.turnId)] then
@@ -235,7 +246,7 @@ function M.prompt(text, context)
         changed("turn")
       end
     end)
-  end, M.prompt_title(text))
+  end, M.prompt_title(text), on_error)
 end
 
 function M.cancel()
@@ -326,10 +337,39 @@ function M.set_mode(mode)
   end)
 end
 
+-- Whether Ollama has the model new sessions use, from daemon/status: nil (not asked, or it has
+-- it), or what is wrong with the fix and the models Ollama has.
+M.model_problem = nil
+local model_checked -- "client id/model" asked last
+
+--- Says at once (a warning in the chat, a notification, the status) when Ollama does not have the
+--- model new sessions use, before the first prompt fails on it. Once per connection and model.
+function M.check_model()
+  local model = config.get().model
+  local key = tostring(client.client_id) .. "/" .. tostring(model)
+  if model_checked == key then
+    return
+  end
+  model_checked = key
+  client.request(protocol.request.daemon_status, model and { model = model } or vim.empty_dict(), function(err, result)
+    if err or type(result) ~= "table" then
+      return
+    end
+    local problem = (type(result.model) == "string" and result.model ~= "ok") and result.model or nil
+    M.model_problem = problem
+    if problem then
+      util.warn(problem)
+      chat().note("⚠ " .. problem, "WarningMsg")
+    end
+    changed("status")
+  end)
+end
+
 --- Picks the model for new sessions (the protocol has no way to change a session's model).
 function M.pick_model(name)
   local function use(m)
     config.get().model = m
+    M.check_model()
     local note = ""
     if M.current and M.current.model ~= m then
       note = " (for new sessions: :AgentNew; the current session keeps " .. (M.current.model or "its model") .. ")"
@@ -545,6 +585,9 @@ function M.status()
     table.insert(parts, "⏵ " .. ((p and (p.message or p.title)) or "working"))
   elseif M.current then
     table.insert(parts, "idle")
+  end
+  if M.model_problem then
+    table.insert(parts, "⚠ model not pulled")
   end
   if reviews > 0 then
     table.insert(parts, string.format("%d review%s", reviews, reviews == 1 and "" or "s"))

@@ -20,6 +20,17 @@ function M.warn(msg)
   M.notify(msg, vim.log.levels.WARN)
 end
 
+--- agentd's status changed (require'agentd'.status()): the User AgentdStatus autocmd fires for
+--- statusline plugins, and statuslines are drawn again (nothing else redraws them on a change).
+function M.status_changed()
+  if vim.in_fast_event() then
+    vim.schedule(M.status_changed)
+    return
+  end
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "AgentdStatus", modeline = false })
+  pcall(vim.cmd, "redrawstatus!")
+end
+
 --- Text of a JSON-RPC error as the LSP client hands it over ({code, message, data}).
 function M.err_text(err)
   if type(err) ~= "table" then
