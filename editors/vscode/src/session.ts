@@ -37,6 +37,9 @@ import {
 
 const SESSION_KEY = "agentd.sessionId";
 const MODEL_KEY = "agentd.pickedModel";
+const HISTORY_KEY = "agentd.promptHistory";
+/** Prompts kept for the chat input's history (↑/↓). */
+const HISTORY_MAX = 100;
 
 export interface ContextChip {
 	id: string;
@@ -45,7 +48,7 @@ export interface ContextChip {
 }
 
 export interface SessionViewState {
-	connection: { kind: ConnectionState["kind"]; message?: string; fix?: string; ollama?: string; version?: string; sandbox?: string };
+	connection: { kind: ConnectionState["kind"]; message?: string; fix?: string; ollama?: string; version?: string; sandbox?: string; modelProblem?: string };
 	session?: { id: string; title: string; model: string; approvalMode: string; instructions?: SessionInfo["instructions"]; warnings?: string[] };
 	/** The model of the session, or the one new sessions will use. */
 	model: string;
@@ -67,6 +70,8 @@ export class SessionController implements vscode.Disposable {
 	private includeActiveFile: boolean;
 	private nextChip = 1;
 	private pendingReviews = 0;
+	/** daemon/status's word on the model shown (whether Ollama has it), by model name. */
+	private modelStatus: { model: string; status?: string } | undefined;
 	private readonly disposables: vscode.Disposable[] = [];
 
 	private readonly _onChanges = new vscode.EventEmitter<ChatChange[]>();
@@ -90,7 +95,10 @@ export class SessionController implements vscode.Disposable {
 		this.includeActiveFile = readConfig().includeActiveFile;
 		this.disposables.push(
 			daemon.onUpdate((p) => this.onUpdate(p)),
-			daemon.onDidStart(() => void this.reattach()),
+			daemon.onDidStart(() => {
+				this.modelStatus = undefined;
+				void this.reattach();
+			}),
 			daemon.onDidChangeState(() => this.fireState()),
 			vscode.window.onDidChangeActiveTextEditor(() => this.fireState()),
 		);
@@ -138,12 +146,14 @@ export class SessionController implements vscode.Disposable {
 		}
 		const cfg = readConfig();
 		const active = this.activeFile();
+		const model = this.session?.model || this.pickedModel() || cfg.model || "";
+		if (conn.kind === "running" && this.modelStatus?.model === model && this.modelStatus.status && this.modelStatus.status !== "ok") c.modelProblem = this.modelStatus.status;
 		return {
 			connection: c,
 			session: this.session
 				? { id: this.session.sessionId, title: this.session.title || "Untitled session", model: this.session.model, approvalMode: this.session.approvalMode, instructions: this.session.instructions, warnings: this.session.warnings }
 				: undefined,
-			model: this.session?.model || this.pickedModel() || cfg.model || "",
+			model,
 			approvalMode: this.session?.approvalMode || cfg.approvalMode,
 			running: this.chat.running,
 			// Reviews of this session wait for the user: that is what the turn does now.
@@ -157,6 +167,8 @@ export class SessionController implements vscode.Disposable {
 	}
 
 	private fireState(): void {
+		const st = this.viewState();
+		if (st.connection.kind === "running" && this.modelStatus?.model !== st.model) void this.checkModel(st.model);
 		this._onState.fire(this.viewState());
 	}
 
@@ -275,9 +287,17 @@ export class SessionController implements vscode.Disposable {
 
 	// ---- prompting ----
 
+	/** The prompts sent from this workspace, oldest first (the chat input's ↑/↓). */
+	get promptHistory(): string[] {
+		return this.memento.get<string[]>(HISTORY_KEY) ?? [];
+	}
+
 	async send(text: string, includeActiveFile?: boolean): Promise<void> {
 		text = text.trim();
 		if (!text) return;
+		const history = this.promptHistory.filter((h) => h !== text);
+		history.push(text);
+		void this.memento.update(HISTORY_KEY, history.slice(-HISTORY_MAX));
 		if (includeActiveFile !== undefined) this.includeActiveFile = includeActiveFile;
 		const chips = this.contextItems();
 		const labels = [...this.contexts.map((c) => c.label)];
@@ -376,6 +396,11 @@ export class SessionController implements vscode.Disposable {
 		}
 	}
 
+	/** A turn whose every change was undone elsewhere (the Changes view): its chat link goes. */
+	markTurnReverted(turnId: string, summary: string): void {
+		this.emit(markReverted(this.chat, turnId, summary));
+	}
+
 	async revert(turnId?: string): Promise<void> {
 		if (!this.session) {
 			void vscode.window.showInformationMessage("agentd: no session to revert.");
@@ -436,6 +461,23 @@ export class SessionController implements vscode.Disposable {
 			await this.detachCurrent();
 			await this.attach(picked.id);
 		}
+	}
+
+	/** Asks the daemon whether Ollama has the model (daemon/status), so that a model that is not
+	 * pulled is said at once (status bar, chat), not after the first prompt fails. */
+	private async checkModel(model: string): Promise<void> {
+		this.modelStatus = { model };
+		let status: string | undefined;
+		try {
+			status = (await this.daemon.request(Method.DaemonStatus, model ? { model } : {})).model;
+		} catch (err) {
+			this.log.warn(`daemon/status for the model ${model}: ${errorMessage(err)}`);
+			return;
+		}
+		if (this.modelStatus?.model !== model) return;
+		this.modelStatus = { model, status };
+		if (status && status !== "ok") this.log.warn(status);
+		this._onState.fire(this.viewState());
 	}
 
 	private pickedModel(): string | undefined {

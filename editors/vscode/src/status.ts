@@ -53,6 +53,12 @@ export class StatusBar implements vscode.Disposable {
 					it.text = `$(warning) ${model}`;
 					it.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
 					md.appendMarkdown(`**Ollama:** ${c.ollama}\n\n`);
+				} else if (c.modelProblem) {
+					it.text = `$(warning) ${model}: not pulled`;
+					it.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
+					md.appendMarkdown("**Model:** ");
+					md.appendText(c.modelProblem);
+					md.appendMarkdown(" · [Pick a model](command:agentd.pickModel)\n\n");
 				}
 				md.appendMarkdown(`**agentd** ${c.version ?? ""} · sandbox: ${c.sandbox || "none"}\n\n`);
 				md.appendMarkdown(`Model: [${model}](command:agentd.pickModel) · Mode: [${s.approvalMode}](command:agentd.pickMode)\n\n`);

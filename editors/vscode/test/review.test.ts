@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { anchorsOf, decisionFor, hunkAt, planDecorations, rejectRestDecision, shiftAnchors, LINE_JOIN, type HunkState } from "../src/review/model";
+import { anchorsOf, decisionFor, hunkAt, planDecorations, proposedLine, rejectRestDecision, shiftAnchors, LINE_JOIN, type HunkState } from "../src/review/model";
 import type { FileReview, Hunk } from "../src/protocol";
 
 // The example review of docs/protocol.md §5.
@@ -160,4 +160,21 @@ test("hunkAt picks the hunk under the cursor, else the next pending one", () => 
 	assert.equal(hunkAt(anchors, none, 50), "h91c4d0e7");
 	assert.equal(hunkAt(anchors, none, 90), "h3fa01b2c");
 	assert.equal(hunkAt(anchors, new Map([["h3fa01b2c", "accepted"]]), 10), "h91c4d0e7");
+});
+
+test("proposedLine puts a pure insertion where the Diff view draws it: the first of the least-indented equal places", () => {
+	// An insertion after a closing brace that starts with a blank line: agentd's hunk (as git
+	// aligns it) starts at "// Farewell" with the blank line last; VS Code's diff editor draws the
+	// blank line first.
+	const lines = ["func A() {", "\treturn 1", "}", "", "// Farewell", "func F() {", "\treturn 2", "}", "", "// clamp"];
+	const hunk = { newStart: 5, newLines: 5, oldLines: 0 }; // "// Farewell" … "" (1-based 5..9)
+	assert.equal(proposedLine(hunk, lines), 3);
+	// A change (lines removed and added) does not slide; without the text, the hunk's own start.
+	assert.equal(proposedLine({ newStart: 5, newLines: 5, oldLines: 1 }, lines), 4);
+	assert.equal(proposedLine(hunk), 4);
+	// A deletion: the line after it.
+	assert.equal(proposedLine({ newStart: 4, newLines: 0, oldLines: 2 }, lines), 4);
+	// Indentation decides between equal places: the edges at the lowest indentation.
+	const nested = ["func A() {", "\tx := 1", "\tx := 1", "\treturn", "}"];
+	assert.equal(proposedLine({ newStart: 3, newLines: 1, oldLines: 0 }, nested), 1);
 });

@@ -93,7 +93,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
 	private sendSnapshot(): void {
 		this.queue = [];
-		this.post({ type: "snapshot", items: this.session.items, state: this.session.viewState() });
+		this.post({ type: "snapshot", items: this.session.items, state: this.session.viewState(), history: this.session.promptHistory });
 	}
 
 	private async onMessage(m: FromWebview): Promise<void> {

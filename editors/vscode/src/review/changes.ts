@@ -24,6 +24,8 @@ type Node =
 export interface SessionSource {
 	readonly sessionId: string | undefined;
 	readonly onSessionChanged: vscode.Event<string | undefined>;
+	/** Every change of the turn was undone here: the chat no longer offers to revert it. */
+	markTurnReverted(turnId: string, summary: string): void;
 }
 
 export class ChangesView implements vscode.Disposable {
@@ -273,6 +275,9 @@ export class ChangesView implements vscode.Disposable {
 			this.skipped.set(turnId, skipped);
 			const msg = `agentd: ${undoSummary(r)}.`;
 			this.log.info(`turn/undo ${turnId} ${JSON.stringify({ files: params.files, hunks: params.hunks })}: ${msg}`);
+			// Every change of the turn undone: the chat's "Revert this turn" has nothing left to do.
+			const turns = await this.daemon.request(Method.TurnList, { sessionId }).catch(() => undefined);
+			if (turns?.turns.find((t) => t.turnId === turnId)?.reverted) this.session.markTurnReverted(turnId, `Undone from the Changes view: ${undoSummary(r)}`);
 			if (r.skipped.length) void vscode.window.showWarningMessage(msg);
 			else void vscode.window.showInformationMessage(msg);
 		} catch (err) {

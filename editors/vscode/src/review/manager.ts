@@ -28,7 +28,7 @@ import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
 import { commandLine, relativeTo, sandboxLabel } from "./format";
 import { mcpTitle, prettyArgs, toastArgs } from "../mcpFormat";
-import { anchorsOf, applyHunkStates, decisionFor, hunkAt, hunkStatesFor, hunkStats, planDecorations, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
+import { anchorsOf, applyHunkStates, decisionFor, hunkAt, hunkStatesFor, hunkStats, planDecorations, proposedLine, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 import { visible } from "../visible";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
@@ -108,6 +108,10 @@ export class ReviewManager implements vscode.Disposable {
 	/** The review whose decision was made in its editor: the next file's review takes the focus. */
 	private followFocus: string | undefined;
 	private focusNextArrival = false;
+	/** Counts colour theme changes: the proposal blocks are rendered again in the new theme. */
+	private themeGeneration = 0;
+	/** The file whose decision set focusNextArrival. */
+	private followedFrom: vscode.Uri | undefined;
 
 	constructor(
 		private readonly daemon: DaemonClient,
@@ -185,8 +189,16 @@ export class ReviewManager implements vscode.Disposable {
 			daemon.onReviewResolved((p) => this.resolved(p)),
 			daemon.onReviewHunkStates((p) => this.applyRemoteStates(p)),
 			vscode.window.onDidChangeVisibleTextEditors(() => this.renderAll()),
-			vscode.window.onDidChangeActiveTextEditor(() => {
-				this.focusNextArrival = false;
+			// A comment's highlighted code keeps the token classes of the theme it was rendered in:
+			// in another theme they name other colours (navy operators on High Contrast's black).
+			vscode.window.onDidChangeActiveColorTheme(() => {
+				this.themeGeneration++;
+				this.syncThreads();
+			}),
+			vscode.window.onDidChangeActiveTextEditor((ed) => {
+				// The user went to another file: the next review does not pull the focus there. The
+				// review's own documents (the decided file, its diff closing) do not count.
+				if (ed && !this.isReviewDocument(ed.document.uri)) this.focusNextArrival = false;
 				this.updateContext();
 			}),
 			vscode.workspace.onDidChangeTextDocument((e) => this.onDocChange(e)),
@@ -248,10 +260,10 @@ export class ReviewManager implements vscode.Disposable {
 		this._onLink.fire({ callId: p.callId, reviewId: p.reviewId, kind: p.kind, why: p.why, mcpArgs: p.mcp?.arguments });
 		this.update();
 		if (e.uri) {
-			const ed = vscode.window.activeTextEditor;
 			// Only when the user is still on a file of the turn's reviews (or nothing else).
-			const focus = this.focusNextArrival && (!ed || ed.document.uri.scheme === "file");
+			const focus = this.focusNextArrival;
 			this.focusNextArrival = false;
+			this.followedFrom = undefined;
 			void (focus ? this.reveal(e, true) : this.revealIfIdle(e));
 			this.renderAll();
 		} else {
@@ -287,7 +299,7 @@ export class ReviewManager implements vscode.Disposable {
 		const e = this.entries.get(reviewId);
 		if (!e) return;
 		this.entries.delete(reviewId);
-		this.closeReviewTabs(reviewId);
+		const closed = this.closeReviewTabs(reviewId);
 		e.closeToast?.();
 		e.closeToast = undefined;
 		this._onLink.fire({ callId: e.params.callId, reviewId: undefined });
@@ -297,11 +309,15 @@ export class ReviewManager implements vscode.Disposable {
 		// the next one takes the focus there (the keys keep working), at its first pending hunk.
 		const follow = this.followFocus === reviewId;
 		if (follow) this.followFocus = undefined;
+		// The focus goes there once the review's diff is closed (closing it would take it back).
 		const next = [...this.entries.values()].find((x) => x.uri);
-		if (next && e.uri) void (follow ? this.reveal(next, true) : this.revealIfIdle(next));
+		if (next && e.uri) void closed.then(() => (follow ? this.reveal(next, true) : this.revealIfIdle(next)));
 		// The next edit of the turn is often proposed only after this decision: it takes the focus
 		// when it arrives (unless the user went to another file meanwhile).
-		else if (follow && e.uri) this.focusNextArrival = true;
+		else if (follow && e.uri) {
+			this.focusNextArrival = true;
+			this.followedFrom = e.uri;
+		}
 	}
 
 	private clearAll(reason: string): void {
@@ -429,7 +445,7 @@ export class ReviewManager implements vscode.Disposable {
 				want.add(id);
 				const lang = doc?.languageId ?? "";
 				const pending = this.pendingCount(e);
-				const key = JSON.stringify([b.afterLine, b.state, lang, pending, e.busy]);
+				const key = JSON.stringify([b.afterLine, b.state, lang, pending, e.busy, this.themeGeneration]);
 				const cur = this.threads.get(id);
 				if (cur?.key === key) continue;
 				const range = new vscode.Range(b.afterLine, 0, b.afterLine, 0);
@@ -626,8 +642,9 @@ export class ReviewManager implements vscode.Disposable {
 		const file = e.params.file!;
 		const n = file.hunks.length;
 		const id = e.params.reviewId;
+		const lines = doc.getText().split(/\r?\n/);
 		file.hunks.forEach((h, i) => {
-			const l = Math.max(0, Math.min(proposedLine(h), doc.lineCount - 1));
+			const l = Math.max(0, Math.min(proposedLine(h, lines), doc.lineCount - 1));
 			const range = new vscode.Range(l, 0, l, 0);
 			const label = n > 1 ? `hunk ${i + 1}/${n}` : "hunk";
 			const state = e.states.get(h.id) ?? "pending";
@@ -714,8 +731,16 @@ export class ReviewManager implements vscode.Disposable {
 		await vscode.commands.executeCommand("vscode.diff", left, right, `${file.path} ↔ proposed by agentd`, { preview: true });
 	}
 
+	/** Whether a document is one of the reviews' (a file under review, a proposal's diff) or the
+	 * file whose review was just decided. */
+	private isReviewDocument(uri: vscode.Uri): boolean {
+		if (uri.scheme === PROPOSED_SCHEME || uri.scheme === ORIGINAL_SCHEME) return true;
+		if (this.followedFrom && sameUri(uri, this.followedFrom)) return true;
+		return this.entriesFor(uri).length > 0;
+	}
+
 	/** Closes the editors that show a settled review's proposal (its diff, a new file's preview). */
-	private closeReviewTabs(reviewId: string): void {
+	private closeReviewTabs(reviewId: string): Promise<void> {
 		const tabs: vscode.Tab[] = [];
 		for (const g of vscode.window.tabGroups.all) {
 			for (const t of g.tabs) {
@@ -724,7 +749,11 @@ export class ReviewManager implements vscode.Disposable {
 				if (uris.some((u) => reviewOf(u) === reviewId)) tabs.push(t);
 			}
 		}
-		if (tabs.length) void Promise.resolve(vscode.window.tabGroups.close(tabs, true)).catch((err: unknown) => this.log.warn(`closing the review's diff: ${errorMessage(err)}`));
+		if (!tabs.length) return Promise.resolve();
+		return Promise.resolve(vscode.window.tabGroups.close(tabs, true)).then(
+			() => undefined,
+			(err: unknown) => this.log.warn(`closing the review's diff: ${errorMessage(err)}`),
+		);
 	}
 
 	// ---- deciding ----
@@ -754,7 +783,7 @@ export class ReviewManager implements vscode.Disposable {
 		if (!e || !e.params.file) return {};
 		if (!hunkId) {
 			const ed = vscode.window.activeTextEditor;
-			if (ed && ed.document.uri.scheme === PROPOSED_SCHEME && !e.params.file.created) hunkId = proposedHunkAt(e, ed.selection.active.line);
+			if (ed && ed.document.uri.scheme === PROPOSED_SCHEME && !e.params.file.created) hunkId = proposedHunkAt(e, ed.selection.active.line, ed.document.getText().split(/\r?\n/));
 			else {
 				const line = ed && sameUri(ed.document.uri, this.displayUri(e)) ? ed.selection.active.line : 0;
 				hunkId = hunkAt(e.anchors, e.states, line);
@@ -850,10 +879,11 @@ export class ReviewManager implements vscode.Disposable {
 	private moveToNextHunk(e: Entry): void {
 		const ed = vscode.window.activeTextEditor;
 		if (ed && ed.document.uri.scheme === PROPOSED_SCHEME && reviewOf(ed.document.uri) === e.params.reviewId) {
-			const next = proposedHunkAt(e, ed.selection.active.line);
+			const lines = ed.document.getText().split(/\r?\n/);
+			const next = proposedHunkAt(e, ed.selection.active.line, lines);
 			const h = e.params.file?.hunks.find((x) => x.id === next);
 			if (!h) return;
-			const pos = new vscode.Position(Math.max(0, Math.min(proposedLine(h), ed.document.lineCount - 1)), 0);
+			const pos = new vscode.Position(Math.max(0, Math.min(proposedLine(h, lines), ed.document.lineCount - 1)), 0);
 			ed.selection = new vscode.Selection(pos, pos);
 			ed.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 			return;
@@ -871,8 +901,10 @@ export class ReviewManager implements vscode.Disposable {
 		if (e.busy) return;
 		e.busy = true;
 		// Decided in its own editor: the next file's review opens with the focus (keys keep working).
+		// Its diff's proposed side counts as its editor.
 		const ed = vscode.window.activeTextEditor;
-		if (fromEditor && e.uri && ed && sameUri(ed.document.uri, this.displayUri(e))) this.followFocus = e.params.reviewId;
+		const own = ed && (sameUri(ed.document.uri, this.displayUri(e)) || ((ed.document.uri.scheme === PROPOSED_SCHEME || ed.document.uri.scheme === ORIGINAL_SCHEME) && reviewOf(ed.document.uri) === e.params.reviewId));
+		if (fromEditor && e.uri && own) this.followFocus = e.params.reviewId;
 		this.lensEmitter.fire();
 		this.syncThreads();
 		try {
@@ -1232,15 +1264,11 @@ interface TreeNode {
 }
 
 /** A hunk's first line in the proposed text (0-based; a pure deletion: the line after it). */
-function proposedLine(h: { newStart: number; newLines: number }): number {
-	return h.newLines === 0 ? h.newStart : h.newStart - 1;
-}
-
 /** In the proposed text: the pending hunk at `line`, else the next pending one below, else the first. */
-function proposedHunkAt(e: Entry, line: number): string | undefined {
+function proposedHunkAt(e: Entry, line: number, lines?: readonly string[]): string | undefined {
 	const pending = (e.params.file?.hunks ?? []).filter((h) => (e.states.get(h.id) ?? "pending") === "pending");
-	const at = pending.find((h) => line >= proposedLine(h) && line <= proposedLine(h) + Math.max(h.newLines, 1) - 1);
-	return (at ?? pending.find((h) => proposedLine(h) >= line) ?? pending[0])?.id;
+	const at = pending.find((h) => line >= proposedLine(h, lines) && line <= proposedLine(h, lines) + Math.max(h.newLines, 1) - 1);
+	return (at ?? pending.find((h) => proposedLine(h, lines) >= line) ?? pending[0])?.id;
 }
 
 function where(rel: string): string {

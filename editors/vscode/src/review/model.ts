@@ -284,3 +284,35 @@ export function applyHunkStates(d: HunkDecisions, hunks: Record<string, WireHunk
 	}
 	return changed;
 }
+
+/**
+ * The hunk's first line in the proposed text, where the Diff view shows it. A pure insertion can
+ * slide over equal lines (a blank line before or after a function); agentd aligns it as git does,
+ * VS Code's diff editor puts it where the lines at its edges are least indented, the first such
+ * place: the lens goes where the diff editor draws the insertion, not a row or two away.
+ */
+export function proposedLine(h: { newStart: number; newLines: number; oldLines?: number }, lines?: readonly string[]): number {
+	if (h.newLines === 0) return h.newStart;
+	const start = h.newStart - 1;
+	if (!lines || h.oldLines !== 0) return start;
+	const n = h.newLines;
+	const indent = (i: number) => (i < 0 || i >= lines.length ? 0 : /^[ \t]*/.exec(lines[i])![0].length);
+	let up = 0;
+	while (up < 100 && start - up - 1 >= 0 && lines[start - up - 1] === lines[start + n - up - 1]) up++;
+	let down = 0;
+	while (down < 100 && start + n + down < lines.length && lines[start + down] === lines[start + n + down]) down++;
+	let best = start;
+	let bestScore = -Infinity;
+	for (let d = -up; d <= down; d++) {
+		const s = start + d;
+		const e = s + n;
+		// The boundary in the original text (between the lines around the insertion) and both
+		// edges of the inserted block: the lower their indentation, the better.
+		const score = -(indent(s - 1) + indent(e)) - (indent(s - 1) + indent(s)) - (indent(e - 1) + indent(e));
+		if (score > bestScore) {
+			bestScore = score;
+			best = s;
+		}
+	}
+	return best;
+}

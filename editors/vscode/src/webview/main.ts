@@ -100,7 +100,35 @@ let pinned = true;
 const dirty = new Set<Rec>();
 const queue: ToWebview[] = [];
 let frameRequested = false;
-let lastPrompt = (vscode.getState() as { lastPrompt?: string } | undefined)?.lastPrompt ?? "";
+// Prompt history: ↑ on the input's first line recalls the previous prompt, ↓ on its last line the
+// next one (and at the end what was being typed). The extension keeps it (per workspace) and
+// sends it with every snapshot; a send adds to it here too.
+const HISTORY_MAX = 100;
+let history: string[] = [];
+let historyPos = 0;
+let historyDraft = "";
+
+function setHistory(h: string[]): void {
+	history = h.slice(-HISTORY_MAX);
+	historyPos = history.length;
+	historyDraft = "";
+}
+
+function remember(text: string): void {
+	setHistory([...history.filter((x) => x !== text), text]);
+}
+
+/** Moves through the history (-1 older, +1 newer); false at either end. */
+function recall(dir: -1 | 1): boolean {
+	const next = historyPos + dir;
+	if (next < 0 || next > history.length) return false;
+	if (historyPos === history.length) historyDraft = input.value;
+	historyPos = next;
+	input.value = next === history.length ? historyDraft : history[next];
+	input.setSelectionRange(input.value.length, input.value.length);
+	autosize();
+	return true;
+}
 
 window.addEventListener("message", (ev: MessageEvent<ToWebview>) => {
 	const m = ev.data;
@@ -165,6 +193,7 @@ function handle(m: ToWebview): void {
 		case "snapshot":
 			renderState(m.state);
 			reset(m.items);
+			setHistory(m.history);
 			break;
 		case "changes":
 			for (const c of m.changes) change(c);
@@ -571,6 +600,7 @@ function renderState(s: SessionViewState): void {
 			break;
 		case "running":
 			if (s.connection.ollama && s.connection.ollama !== "ok") banner = `<div class="err-msg">Ollama: ${inline(s.connection.ollama)}</div><div class="actions"><button data-action="restart">Retry</button></div>`;
+			else if (s.connection.modelProblem) banner = `<div class="err-msg">${inline(s.connection.modelProblem)}</div><div class="actions"><button data-action="pickModel">Pick a model</button><button data-action="restart">Check again</button></div>`;
 			break;
 	}
 	conn.innerHTML = banner;
@@ -602,8 +632,7 @@ function renderChips(s: SessionViewState): void {
 function send(): void {
 	const text = input.value.trim();
 	if (!text) return;
-	lastPrompt = text;
-	vscode.setState({ lastPrompt });
+	remember(text);
 	post({ type: "send", text, includeActiveFile: state?.includeActiveFile ?? true });
 	input.value = "";
 	autosize();
@@ -628,10 +657,12 @@ input.addEventListener("keydown", (e) => {
 	} else if (e.key === "Escape" && state?.running) {
 		e.preventDefault();
 		post({ type: "stop" });
-	} else if (e.key === "ArrowUp" && !input.value && lastPrompt) {
-		e.preventDefault();
-		input.value = lastPrompt;
-		autosize();
+	} else if ((e.key === "ArrowUp" || e.key === "ArrowDown") && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey && input.selectionStart === input.selectionEnd) {
+		// Only from the first line (↑) or the last line (↓): elsewhere the arrows move the caret.
+		const caret = input.selectionStart ?? 0;
+		const up = e.key === "ArrowUp";
+		const edge = up ? !input.value.slice(0, caret).includes("\n") : !input.value.slice(caret).includes("\n");
+		if (edge && recall(up ? -1 : 1)) e.preventDefault();
 	}
 });
 sendBtn.addEventListener("click", send);
@@ -780,6 +811,9 @@ document.addEventListener("click", (e) => {
 			break;
 		case "restart":
 			post({ type: "restart" });
+			break;
+		case "pickModel":
+			post({ type: "pickModel" });
 			break;
 		case "showLog":
 			post({ type: "showLog" });

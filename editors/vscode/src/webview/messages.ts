@@ -4,7 +4,7 @@ import type { SessionViewState } from "../session";
 import type { MentionItem } from "../mentions";
 
 export type ToWebview =
-	| { type: "snapshot"; items: ChatItem[]; state: SessionViewState }
+	| { type: "snapshot"; items: ChatItem[]; state: SessionViewState; history: string[] }
 	| { type: "changes"; changes: ChatChange[] }
 	| { type: "state"; state: SessionViewState }
 	| { type: "focusInput" }

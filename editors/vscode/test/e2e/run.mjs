@@ -44,6 +44,7 @@ import { cardKeysScenario } from "./cardkeys.mjs";
 import { escapesScenario } from "./escapes.mjs";
 import { rewindScenario } from "./rewind.mjs";
 import { vsixScenario } from "./vsix.mjs";
+import { contrastScenario, diffFocusScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -521,34 +522,43 @@ async function lineStyle(page, text, pred) {
 	return styles.some(pred);
 }
 
+// The four built-in themes: name, the workbench's class, the screenshot suffix.
 const THEMES = [
 	["Default Light Modern", "vs", "light"],
 	["Default High Contrast", "hc-black", "hc"],
+	["Default High Contrast Light", "hc-light", "hclight"],
 	["Default Dark Modern", "vs-dark", "dark"],
 ];
 
 /**
- * Screenshots in light, high-contrast and dark. The theme is previewed in the theme picker and the
+ * Screenshots in light, both high contrasts and dark; `fn(short)` (optional) runs in each theme
+ * before its screenshot (name "": none). The theme is previewed in the theme picker and the
  * picker is closed again (Escape restores the theme): choosing a theme would rewrite the user
  * settings, and code-server then drops the machine-scoped agentd.path the harness set.
  */
-async function themedShots(page, name) {
+async function themedShots(page, name, fn) {
 	for (const [theme, cls, short] of THEMES) {
 		await palette(page, "Preferences: Color Theme");
 		const input = page.locator(".quick-input-widget input");
 		await input.fill(theme);
 		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 15000 });
 		// The first row is "Browse Additional Color Themes…": move down to the theme (it previews).
+		// "Default High Contrast" also lists "Default High Contrast Light".
 		let previewed = false;
-		for (let i = 0; i < 4 && !previewed; i++) {
+		for (let i = 0; i < 6 && !previewed; i++) {
 			await page.keyboard.press("ArrowDown");
 			previewed = await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 3000 }).then(() => true, () => false);
+			if (previewed && cls === "hc-black") previewed = (await page.locator(".monaco-workbench.hc-light").count()) === 0;
 		}
 		if (!previewed) throw new Error(`the theme picker did not preview ${theme}`);
-		await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
-		await page.keyboard.press("Escape");
-		await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 });
-		await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 });
+		try {
+			if (fn) await fn(short);
+			if (name) await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
+		} finally {
+			await page.keyboard.press("Escape");
+			await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 });
+			await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 });
+		}
 	}
 }
 
@@ -1133,6 +1143,10 @@ async function changesScenario({ page, chat, fake }) {
 	await fileRow2.hover();
 	await fileRow2.locator(".action-label[aria-label^=\"Undo This File\"]").click();
 	await waitFor("cart.go restored to its pre-image", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART, 20000);
+	// Every change of the turn is undone: the chat no longer offers "Revert this turn" (it failed).
+	const end = chat.locator(".item.turnEnd").last();
+	await end.locator(".reverted", { hasText: "Undone from the Changes view" }).waitFor({ timeout: 10000 });
+	if (await end.locator("button", { hasText: "Revert this turn" }).count()) throw new Error("the chat still offers to revert a turn undone from the Changes view");
 	await palette(page, "Notifications: Clear All Notifications");
 	await palette(page, "View: Close All Editors");
 }
@@ -1320,7 +1334,8 @@ async function mentionsScenario({ page, chat, fake }) {
 		await palette(page, "Preferences: Color Theme");
 		const q = page.locator(".quick-input-widget input");
 		await q.fill(theme);
-		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().click();
+		// By its exact name: "Default High Contrast" also lists "Default High Contrast Light".
+		await page.locator(".quick-input-list .monaco-list-row").filter({ has: page.locator(".label-name", { hasText: new RegExp(`^\\s*${theme}\\s*$`) }) }).first().click();
 		await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 20000 });
 		await input.click();
 		await input.fill("");
@@ -1788,6 +1803,8 @@ async function main() {
 	// Errors during activation and start-up fail the run too.
 	collectErrors();
 	await scenario("harness", harnessScenario, ctx);
+	// What the issue-25 scenarios (walk.mjs) use.
+	const walk = { WS, OUT_DIR, CART, GREET, MODEL, scripts, palette, newSession, send, fakeReset, waitFor, lens, editorTab, readStats, themedShots, say };
 	// E2E_REPEAT=N runs these N times in the same VS Code (to shake out flakiness).
 	for (let k = 1; k <= REPEAT; k++) {
 		const n = (name) => (REPEAT > 1 ? `${name}#${k}` : name);
@@ -1808,6 +1825,10 @@ async function main() {
 			["keyboard", keyboardScenario],
 			["diffReview", diffReviewScenario],
 			["changes", changesScenario],
+			["diffFocus", (c) => diffFocusScenario(c, walk)],
+			["contrast", (c) => contrastScenario(c, walk)],
+			["modelMissing", (c) => modelMissingScenario(c, walk)],
+			["history", (c) => historyScenario(c, walk)],
 			["resume", resumeScenario],
 			// The turn fails on purpose: its error notification is expected.
 			["instructions", instructionsScenario],
