@@ -304,7 +304,10 @@ func (c *client) reviewDecide(params []byte) (any, error) {
 				}
 			}
 		}
-		a = harness.Answer{Decision: harness.AnswerAccept, Hunks: d.Hunks, Reason: d.Reason, HunkReasons: d.HunkReasons}
+		if d.Content != nil && r.params.File == nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "content given for a review that is not a file change")
+		}
+		a = harness.Answer{Decision: harness.AnswerAccept, Hunks: d.Hunks, Reason: d.Reason, HunkReasons: d.HunkReasons, Content: d.Content}
 	case rpc.DecisionAcceptForSession:
 		i := slices.IndexFunc(r.params.Scopes, func(s rpc.GrantScope) bool { return sameScope(s, *d.Scope) })
 		if i < 0 {

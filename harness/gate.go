@@ -67,6 +67,9 @@ type Answer struct {
 	// HunkReasons are the user's reasons for single rejected hunks of an edit (hunk ID → reason;
 	// a reject, or a partial accept whose Hunks do not name them), each told to the model.
 	HunkReasons map[string]string
+	// Content is the user's own version of a changed file (they edited the proposal): written
+	// instead of it (an accept; nil: the proposal).
+	Content *string
 	// By says who decided, for the audit log: "user" (default), "grant", "timeout", …
 	By string
 }
@@ -141,7 +144,7 @@ func (g *gate) Decide(ctx context.Context, req agent.GateRequest) (agent.GateDec
 func (g *gate) answer(ans Answer, by string, v policy.Verdict, sockets, sensitive []string, pv *tools.Preview) (agent.GateDecision, error) {
 	switch ans.Decision {
 	case AnswerAccept:
-		a := &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason, HunkReasons: ans.HunkReasons, UnixSockets: sockets}
+		a := &tools.Approval{Hunks: ans.Hunks, Note: ans.Reason, HunkReasons: ans.HunkReasons, Content: ans.Content, UnixSockets: sockets}
 		if by == store.ByUser {
 			// Only the user's own yes to this command unmasks what it names (a grant never
 			// covers sensitive reads, but a settle by grant must not unmask either).

@@ -45,11 +45,14 @@ func (d Decision) Validate() error {
 		if d.HunkReasons != nil && d.Hunks == nil {
 			return fmt.Errorf("an accept without hunks accepts every hunk: hunkReasons go with a partial accept (hunks) or a reject")
 		}
+		if d.Content != nil && d.Hunks != nil {
+			return fmt.Errorf("content is the user's whole version of the file: it goes without hunks")
+		}
 		if err := d.validHunkReasons(); err != nil {
 			return err
 		}
 	case DecisionAcceptForSession:
-		if d.HunkReasons != nil {
+		if d.HunkReasons != nil || d.Content != nil {
 			return fmt.Errorf("acceptForSession takes only a scope")
 		}
 		if d.Hunks != nil || d.Reason != "" {
@@ -60,14 +63,14 @@ func (d Decision) Validate() error {
 		}
 		return d.Scope.Validate()
 	case DecisionReject:
-		if d.Hunks != nil || d.Scope != nil {
+		if d.Hunks != nil || d.Scope != nil || d.Content != nil {
 			return fmt.Errorf("reject takes only a reason and hunkReasons")
 		}
 		if err := d.validHunkReasons(); err != nil {
 			return err
 		}
 	case DecisionCancelTurn:
-		if d.Hunks != nil || d.Scope != nil || d.Reason != "" || d.HunkReasons != nil {
+		if d.Hunks != nil || d.Scope != nil || d.Reason != "" || d.HunkReasons != nil || d.Content != nil {
 			return fmt.Errorf("cancelTurn takes no other field")
 		}
 	case "":

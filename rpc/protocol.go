@@ -769,13 +769,16 @@ type ReviewDecideParams struct {
 // optional reason), cancelTurn. A partial accept and a reject may also carry HunkReasons: the
 // user's reason for each rejected hunk that has one (hunk ID → reason); a reason for a hunk the
 // review does not have, or for an accepted hunk, is an error. Unknown fields and fields that do
-// not belong to the type are errors.
+// not belong to the type are errors. An accept of a file change may carry Content instead of hunks:
+// the user's own version of the whole file (they edited the proposal before accepting); it is
+// written in place of the proposal, and the model is told how it differs from what it proposed.
 type Decision struct {
 	Type        string            `json:"type"`
 	Hunks       []string          `json:"hunks,omitzero"`
 	Scope       *GrantScope       `json:"scope,omitzero"`
 	Reason      string            `json:"reason,omitzero"`
 	HunkReasons map[string]string `json:"hunkReasons,omitzero"`
+	Content     *string           `json:"content,omitzero"`
 }
 
 type ReviewDecideResult struct {

@@ -49,6 +49,10 @@ type Call struct {
 type Approval struct {
 	// Hunks lists the accepted hunk IDs of a file change; nil means all of them.
 	Hunks []string
+	// Content is the user's own version of a changed file (they edited the proposal before
+	// accepting): edit and write write it instead of the proposal and tell the model how it
+	// differs. nil: the proposal (Hunks).
+	Content *string
 	// Note is free text from the approver, passed on to the model in the result.
 	Note string
 	// HunkReasons are the user's reasons for rejected hunks of a file change (hunk ID → reason),

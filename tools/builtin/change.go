@@ -130,6 +130,8 @@ type ChangeDetails struct {
 	// Added and Removed count the lines the written change added and removed.
 	Added   int `json:"added"`
 	Removed int `json:"removed"`
+	// Edited: the user's own version was written (they edited the proposal before accepting).
+	Edited bool `json:"edited,omitzero"`
 }
 
 func (f *fileChange) Execute(ctx context.Context, call *tools.Call) (tools.Output, error) {
@@ -158,6 +160,9 @@ func (f *fileChange) Execute(ctx context.Context, call *tools.Call) (tools.Outpu
 	var hunkReasons map[string]string
 	if call.Approval != nil {
 		accepted, hunkReasons = call.Approval.Hunks, call.Approval.HunkReasons
+		if u := call.Approval.Content; u != nil && *u != d.New {
+			return f.writeUsers(ctx, c, d, *u, note)
+		}
 	}
 	content, outcome, err := d.Apply(accepted)
 	if err != nil {
@@ -206,6 +211,36 @@ func (f *fileChange) Execute(ctx context.Context, call *tools.Call) (tools.Outpu
 		b.WriteString(note + "\n")
 	}
 	return tools.Output{Text: b.String(), Details: details}, nil
+}
+
+// writeUsers writes the user's own version of the file (they edited the proposal before
+// accepting) and tells the model that, with where it differs from what it proposed, so that its
+// next step builds on the user's text instead of undoing it.
+func (f *fileChange) writeUsers(ctx context.Context, c *planned, d *preview.Diff, content, note string) (tools.Output, error) {
+	if content == c.old && c.target.Exists {
+		return tools.Output{}, &tools.Error{Type: tools.RejectedByUser,
+			Message: joinLines(fmt.Sprintf("The user edited your proposed change to %s back to the file's current content; nothing was written.", c.path), note),
+			Details: ChangeDetails{Path: c.path, Applied: []string{}, Rejected: []string{}, Edited: true}}
+	}
+	if _, err := f.fs.Commit(ctx, c.target, []byte(content)); err != nil {
+		return tools.Output{}, err
+	}
+	added, removed := preview.ComputeFile(c.path, c.old, c.target.Exists, content).Stats()
+	var b strings.Builder
+	verb := f.verb
+	if d.Created {
+		verb = "Created"
+	}
+	fmt.Fprintf(&b, "%s %s with the user's version: the user edited your proposed change before accepting it (+%d −%d lines against the file before).\n", verb, c.path, added, removed)
+	b.WriteString("Keep the user's changes: do not redo what they changed back. The user's changes to your proposal (- yours, + the user's):\n")
+	b.WriteString(preview.Compute(c.path, d.New, content).Unified(2))
+	b.WriteString("Where the file now differs from what you proposed (line numbers as in the file now):\n")
+	b.WriteString(regions(c.path, content, d.New))
+	if note != "" {
+		b.WriteString(note + "\n")
+	}
+	return tools.Output{Text: b.String(), Details: ChangeDetails{Path: c.path, Created: d.Created, Applied: []string{}, Rejected: []string{},
+		Added: added, Removed: removed, Edited: true}}, nil
 }
 
 // Lines of context shown around each difference, and the most lines regions shows.

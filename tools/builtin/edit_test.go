@@ -388,3 +388,48 @@ func TestEditOfAnOpenDocumentGoesThroughTheEditor(t *testing.T) {
 		t.Errorf("buffer %q, writes %d, disk %q", ed.docs[p].Content, ed.writes, f.content("doc.go"))
 	}
 }
+
+// The user edited the proposal before accepting it: the user's version is written, and the model
+// reads that, with the user's changes to its proposal, so it does not undo them.
+func TestEditWritesTheUsersVersionOfTheProposal(t *testing.T) {
+	f := newFixture(t)
+	f.write("f.txt", "a\nb\nc\n")
+	f.read("f.txt")
+	users := "a\nB, as the user wants it\nc\nd\n"
+	gate := func(_ context.Context, req agent.GateRequest) (agent.GateDecision, error) {
+		return agent.GateDecision{Allow: true, Approval: &tools.Approval{Content: &users}}, nil
+	}
+	r := f.run(gate, "edit", edit("f.txt", "b\n", "B\n"))
+	wantType(t, r, tools.OK)
+	if got := f.content("f.txt"); got != users {
+		t.Errorf("content %q, want the user's %q", got, users)
+	}
+	d := r.Details.(builtin.ChangeDetails)
+	if !d.Edited || d.Added != 2 || d.Removed != 1 {
+		t.Errorf("details %+v", d)
+	}
+	for _, s := range []string{
+		"with the user's version: the user edited your proposed change before accepting it",
+		"do not redo what they changed back",
+		"-B\n+B, as the user wants it\n",
+		"+d\n",
+	} {
+		if !strings.Contains(r.Text(), s) {
+			t.Errorf("result lacks %q:\n%s", s, r.Text())
+		}
+	}
+	// Edited back to what the file holds: nothing is written, and the model is told.
+	f.read("f.txt")
+	same := users
+	gate = func(_ context.Context, req agent.GateRequest) (agent.GateDecision, error) {
+		return agent.GateDecision{Allow: true, Approval: &tools.Approval{Content: &same}}, nil
+	}
+	r = f.run(gate, "edit", edit("f.txt", "c\n", "C\n"))
+	wantType(t, r, tools.RejectedByUser)
+	if !strings.Contains(r.Text(), "back to the file's current content; nothing was written") {
+		t.Errorf("result %s", r.Text())
+	}
+	if got := f.content("f.txt"); got != users {
+		t.Errorf("content %q changed", got)
+	}
+}

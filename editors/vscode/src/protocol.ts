@@ -496,7 +496,7 @@ export const DecisionType = {
  * (for hunks not in `hunks`) or a reject; a reason for an accepted or unknown hunk is -32602.
  */
 export type Decision =
-	| { type: "accept"; hunks?: string[]; reason?: string; hunkReasons?: Record<string, string> }
+	| { type: "accept"; hunks?: string[]; reason?: string; hunkReasons?: Record<string, string>; /** The user's own version of the whole file (an edited proposal); without hunks. */ content?: string }
 	| { type: "acceptForSession"; scope: GrantScope }
 	| { type: "reject"; reason?: string; hunkReasons?: Record<string, string> }
 	| { type: "cancelTurn" };
