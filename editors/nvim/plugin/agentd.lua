@@ -37,6 +37,9 @@ command("AgentReject", cmd("reject"), {
   bang = true, range = true, nargs = "*",
   desc = "agentd: reject the hunk under the cursor [with the reason given] (! the whole file)",
 })
+command("AgentEditProposal", cmd("edit_proposal"), {
+  nargs = 0, desc = "agentd: the proposal of the file under review in a buffer to change; :w accepts your version",
+})
 command("AgentUndo", cmd("undo"), { nargs = 0, desc = "agentd: undo a hunk decision not sent yet" })
 command("AgentApprove", cmd("approve"), { nargs = 0, desc = "agentd: approve the waiting command once" })
 command("AgentDeny", cmd("deny"), { nargs = 0, desc = "agentd: deny the waiting command (with a reason)" })

@@ -121,6 +121,10 @@ function M.accept(o)
   end
 end
 
+function M.edit_proposal()
+  require("agentd.review").edit_proposal()
+end
+
 function M.reject(o)
   local review = require("agentd.review")
   if o.bang then

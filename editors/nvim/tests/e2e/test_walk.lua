@@ -206,4 +206,38 @@ H.test(":AgentChat types into the prompt at once; a failed send keeps it; <C-p>/
   H.eq(keys("A<C-p><Esc>"), "second prompt", "<C-p> in Insert mode")
 end)
 
+H.test(":AgentEditProposal: the user's version of the proposal is written, and the model is told", function()
+  H.need_daemon()
+  H.fake_reset({
+    models = { MODEL },
+    turns = {
+      { when = { lastUserContains = "shout the second line" }, reply = call("read", { path = "notes.txt" }) },
+      { when = { lastUserContains = "shout the second line", lastRole = "tool", lastContains = "\tc" },
+        reply = call("edit", { path = "notes.txt", old_string = "b\n", new_string = "B\n" }) },
+      { when = { lastUserContains = "shout the second line", lastRole = "tool" }, ["repeat"] = true, reply = { text = "Kept your version." } },
+      { ["repeat"] = true, reply = { text = "fallback answer" } },
+    },
+  })
+  local ws = require("agentd.mentions").root()
+  H.write_file(ws .. "/notes.txt", "a\nb\nc\n")
+  local buf = H.edit("notes.txt")
+  H.agent("shout the second line")
+  H.wait_review(buf)
+  vim.api.nvim_set_current_buf(buf)
+  local review = require("agentd.review")
+  local b = review.edit_proposal()
+  H.ok(b, "the proposal's buffer")
+  H.eq(vim.api.nvim_buf_get_lines(b, 0, -1, false), { "a", "B", "c" }, "the proposal as a whole file")
+  H.eq(H.read_file(ws .. "/notes.txt"), "a\nb\nc\n", "nothing written yet")
+  vim.api.nvim_buf_set_lines(b, 1, 2, false, { "B, the user's way", "d" })
+  vim.cmd("write")
+  H.wait_turn_end()
+  H.eq(H.read_file(ws .. "/notes.txt"), "a\nB, the user's way\nd\nc\n", "the user's version on disk")
+  local t = H.fake_transcript()
+  H.contains(t, "with the user's version: the user edited your proposed change", "the model is told")
+  H.contains(t, "+B, the user's way", "the model sees the user's change")
+  H.ok(not vim.api.nvim_buf_is_valid(b), "the proposal's buffer is gone once accepted")
+  H.eq(#review.marks(buf), 0, "the review's marks are gone")
+end)
+
 H.done()
