@@ -34,6 +34,8 @@ import { visible } from "../visible";
 export const PROPOSED_SCHEME = "agentd-proposed";
 /** The left side of the review's diff: the buffer's text when the diff opened, read-only, undecorated. */
 export const ORIGINAL_SCHEME = "agentd-original";
+/** A proposal the user edits before accepting (agentd-edit:/<reviewId>/<path>): saving accepts it. */
+export const EDIT_SCHEME = "agentd-edit";
 
 /** The review a proposed (or original) document shows, from its query. */
 function reviewOf(uri: vscode.Uri): string | undefined {
@@ -92,6 +94,7 @@ export class ReviewManager implements vscode.Disposable {
 	/** Multi-line proposals: one comment thread per hunk (see README "Why this review surface"). */
 	private readonly comments: vscode.CommentController;
 	private readonly threads = new Map<string, { thread: vscode.CommentThread; key: string }>();
+	private readonly edits = new EditedProposals();
 	private readonly threadHunks = new WeakMap<vscode.CommentThread, { reviewId: string; hunkId: string }>();
 	private readonly addedType: vscode.TextEditorDecorationType;
 	private readonly statusItem: vscode.StatusBarItem;
@@ -110,6 +113,8 @@ export class ReviewManager implements vscode.Disposable {
 	private focusNextArrival = false;
 	/** Counts colour theme changes: the proposal blocks are rendered again in the new theme. */
 	private themeGeneration = 0;
+	/** Review tabs being closed: the active editor changes then by our doing, not the user's. */
+	private closingTabs = 0;
 	/** The file whose decision set focusNextArrival. */
 	private followedFrom: vscode.Uri | undefined;
 
@@ -165,12 +170,16 @@ export class ReviewManager implements vscode.Disposable {
 		});
 		this.comments = vscode.comments.createCommentController("agentd-review", "agentd proposals");
 		this.comments.options = { placeHolder: "", prompt: "" };
+		// A new file's proposal: every line is new, so a bar in the gutter's "added" colour marks
+		// them and the text keeps the editor's own background (the theme's token colours on the
+		// inserted-line green fell to 2–3:1 in Dark Modern).
 		this.addedType = vscode.window.createTextEditorDecorationType({
 			isWholeLine: true,
-			backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
-			borderColor: new vscode.ThemeColor("diffEditor.insertedTextBorder"),
-			borderStyle: "dashed",
-			borderWidth: "1px",
+			borderColor: new vscode.ThemeColor("editorGutter.addedBackground"),
+			borderStyle: "solid",
+			borderWidth: "0 0 0 3px",
+			overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
+			overviewRulerLane: vscode.OverviewRulerLane.Left,
 		});
 		this.statusItem = vscode.window.createStatusBarItem("agentd.reviews", vscode.StatusBarAlignment.Left, 1000);
 		this.statusItem.name = "agentd reviews";
@@ -196,9 +205,10 @@ export class ReviewManager implements vscode.Disposable {
 				this.syncThreads();
 			}),
 			vscode.window.onDidChangeActiveTextEditor((ed) => {
-				// The user went to another file: the next review does not pull the focus there. The
-				// review's own documents (the decided file, its diff closing) do not count.
-				if (ed && !this.isReviewDocument(ed.document.uri)) this.focusNextArrival = false;
+				// The user went to another file (or closed them all): the next review does not pull
+				// the focus there. The review's own documents (the decided file, its diff closing)
+				// do not count.
+				if (!this.closingTabs && (!ed || !this.isReviewDocument(ed.document.uri))) this.focusNextArrival = false;
 				this.updateContext();
 			}),
 			vscode.workspace.onDidChangeTextDocument((e) => this.onDocChange(e)),
@@ -212,6 +222,11 @@ export class ReviewManager implements vscode.Disposable {
 			}),
 			vscode.workspace.registerTextDocumentContentProvider(ORIGINAL_SCHEME, {
 				provideTextDocumentContent: (uri) => this.originalText(uri),
+			}),
+			vscode.workspace.registerFileSystemProvider(EDIT_SCHEME, this.edits, { isCaseSensitive: true }),
+			// Saving an edited proposal accepts it: the user's version is what is written.
+			vscode.workspace.onDidSaveTextDocument((doc) => {
+				if (doc.uri.scheme === EDIT_SCHEME) void this.acceptEdited(doc);
 			}),
 			vscode.window.createTreeView("agentd.reviews", { treeDataProvider: this.treeProvider(), showCollapseAll: false }),
 			daemon.onDidChangeState((s) => {
@@ -590,6 +605,7 @@ export class ReviewManager implements vscode.Disposable {
 				}),
 			);
 			if (doc.uri.scheme !== PROPOSED_SCHEME) out.push(new vscode.CodeLens(top, { title: "Diff", command: "agentd.review.showDiff", arguments: [id], tooltip: "Open the proposed file side by side" }));
+			out.push(new vscode.CodeLens(top, { title: "Edit proposal", command: "agentd.review.editProposal", arguments: [id], tooltip: "Change the proposed file before accepting it: saving accepts your version" }));
 			if (file.created) continue;
 			if (doc.uri.scheme === PROPOSED_SCHEME) {
 				out.push(...this.proposedLenses(e, doc));
@@ -739,6 +755,35 @@ export class ReviewManager implements vscode.Disposable {
 		return this.entriesFor(uri).length > 0;
 	}
 
+	/**
+	 * "Edit proposal": the proposed file in an editor of its own (agentd-edit:), to change before
+	 * accepting; saving it (Ctrl+S) accepts the user's version (review/decide with content). The
+	 * model is told that the user changed its proposal, and how.
+	 */
+	async editProposal(reviewId?: string): Promise<void> {
+		const e = this.pick(reviewId);
+		if (!e?.params.file || e.busy) return;
+		const right = vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: "/" + e.params.file.path, query: `review=${e.params.reviewId}` + (e.params.file.created ? "&created=1" : "") });
+		const text = await this.proposedText(right);
+		const uri = vscode.Uri.from({ scheme: EDIT_SCHEME, path: `/${e.params.reviewId}/${e.params.file.path}` });
+		this.edits.put(uri, text);
+		const doc = await vscode.workspace.openTextDocument(uri);
+		const lang = vscode.workspace.textDocuments.find((d) => e.uri && sameUri(d.uri, e.uri))?.languageId;
+		if (lang && doc.languageId !== lang) await vscode.languages.setTextDocumentLanguage(doc, lang);
+		await vscode.window.showTextDocument(doc, { preview: false });
+		void vscode.window.setStatusBarMessage("agentd: edit the proposal, then save (Ctrl+S) to accept your version", 10000);
+	}
+
+	private async acceptEdited(doc: vscode.TextDocument): Promise<void> {
+		const reviewId = doc.uri.path.split("/")[1];
+		const e = this.entries.get(reviewId);
+		if (!e || e.busy) {
+			void vscode.window.showWarningMessage(`agentd: the review of ${doc.uri.path.split("/").slice(2).join("/")} is already settled: your version was not used.`);
+			return;
+		}
+		await this.decide(e, { type: "accept", content: doc.getText() });
+	}
+
 	/** Closes the editors that show a settled review's proposal (its diff, a new file's preview). */
 	private closeReviewTabs(reviewId: string): Promise<void> {
 		const tabs: vscode.Tab[] = [];
@@ -746,13 +791,19 @@ export class ReviewManager implements vscode.Disposable {
 			for (const t of g.tabs) {
 				const input = t.input;
 				const uris = input instanceof vscode.TabInputTextDiff ? [input.original, input.modified] : input instanceof vscode.TabInputText ? [input.uri] : [];
-				if (uris.some((u) => reviewOf(u) === reviewId)) tabs.push(t);
+				if (uris.some((u) => reviewOf(u) === reviewId || (u.scheme === EDIT_SCHEME && u.path.split("/")[1] === reviewId))) tabs.push(t);
 			}
 		}
 		if (!tabs.length) return Promise.resolve();
+		this.closingTabs++;
 		return Promise.resolve(vscode.window.tabGroups.close(tabs, true)).then(
-			() => undefined,
-			(err: unknown) => this.log.warn(`closing the review's diff: ${errorMessage(err)}`),
+			() => {
+				this.closingTabs--;
+			},
+			(err: unknown) => {
+				this.closingTabs--;
+				this.log.warn(`closing the review's diff: ${errorMessage(err)}`);
+			},
 		);
 	}
 
@@ -1163,6 +1214,7 @@ export class ReviewManager implements vscode.Disposable {
 		reg("agentd.review.cancelTurn", (a?: unknown) => this.cancelTurn(id(a)));
 		reg("agentd.review.approveCommand", (a?: unknown) => this.approveCommand(id(a)));
 		reg("agentd.review.showDiff", (a?: unknown) => this.showDiff(id(a)));
+		reg("agentd.review.editProposal", (a?: unknown) => this.editProposal(id(a)));
 		reg("agentd.review.next", () => this.next());
 		reg("agentd.review.nextHunk", () => this.jumpHunk(1));
 		reg("agentd.review.previousHunk", () => this.jumpHunk(-1));
@@ -1299,4 +1351,44 @@ function longestRun(s: string, ch: string): number {
 		best = Math.max(best, cur);
 	}
 	return best;
+}
+
+/** The proposals being edited (agentd-edit:): in memory; a save keeps the text (and accepts it). */
+class EditedProposals implements vscode.FileSystemProvider {
+	private readonly files = new Map<string, { data: Uint8Array; mtime: number }>();
+	private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+	readonly onDidChangeFile = this.emitter.event;
+
+	put(uri: vscode.Uri, text: string): void {
+		this.files.set(uri.path, { data: new TextEncoder().encode(text), mtime: Date.now() });
+		this.emitter.fire([{ type: vscode.FileChangeType.Changed, uri }]);
+	}
+	watch(): vscode.Disposable {
+		return new vscode.Disposable(() => undefined);
+	}
+	stat(uri: vscode.Uri): vscode.FileStat {
+		const f = this.files.get(uri.path);
+		if (!f) throw vscode.FileSystemError.FileNotFound(uri);
+		return { type: vscode.FileType.File, ctime: 0, mtime: f.mtime, size: f.data.byteLength };
+	}
+	readDirectory(): [string, vscode.FileType][] {
+		return [];
+	}
+	createDirectory(): void {
+		throw vscode.FileSystemError.NoPermissions("agentd proposals have no folders");
+	}
+	readFile(uri: vscode.Uri): Uint8Array {
+		const f = this.files.get(uri.path);
+		if (!f) throw vscode.FileSystemError.FileNotFound(uri);
+		return f.data;
+	}
+	writeFile(uri: vscode.Uri, content: Uint8Array): void {
+		this.files.set(uri.path, { data: content, mtime: Date.now() });
+	}
+	delete(uri: vscode.Uri): void {
+		this.files.delete(uri.path);
+	}
+	rename(): void {
+		throw vscode.FileSystemError.NoPermissions("agentd proposals cannot be renamed");
+	}
 }

@@ -44,7 +44,7 @@ import { cardKeysScenario } from "./cardkeys.mjs";
 import { escapesScenario } from "./escapes.mjs";
 import { rewindScenario } from "./rewind.mjs";
 import { vsixScenario } from "./vsix.mjs";
-import { contrastScenario, diffFocusScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
+import { contrastScenario, diffFocusScenario, editProposalScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -1334,8 +1334,8 @@ async function mentionsScenario({ page, chat, fake }) {
 		await palette(page, "Preferences: Color Theme");
 		const q = page.locator(".quick-input-widget input");
 		await q.fill(theme);
-		// By its exact name: "Default High Contrast" also lists "Default High Contrast Light".
-		await page.locator(".quick-input-list .monaco-list-row").filter({ has: page.locator(".label-name", { hasText: new RegExp(`^\\s*${theme}\\s*$`) }) }).first().click();
+		// The row whose text ends with the name: "Default High Contrast" also lists "Default High Contrast Light".
+		await page.locator(".quick-input-list .monaco-list-row", { hasText: new RegExp(`${theme}\\s*$`) }).first().click();
 		await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 20000 });
 		await input.click();
 		await input.fill("");
@@ -1777,7 +1777,8 @@ async function main() {
 	const page = await context.newPage();
 	watchBrowser(page);
 	const tLoad = Date.now();
-	await page.goto(`http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`);
+	// A loaded machine (CI shares it) can take more than the default 30 s to serve the workbench.
+	await page.goto(`http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`, { timeout: 120000 });
 	await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
 	bench.pageLoadToWorkbenchMs = Date.now() - tLoad;
 	// Ready when the extension is active and connected: its status bar item shows the model.
@@ -1804,7 +1805,7 @@ async function main() {
 	collectErrors();
 	await scenario("harness", harnessScenario, ctx);
 	// What the issue-25 scenarios (walk.mjs) use.
-	const walk = { WS, OUT_DIR, CART, GREET, MODEL, scripts, palette, newSession, send, fakeReset, waitFor, lens, editorTab, readStats, themedShots, say };
+	const walk = { WS, OUT_DIR, CART, GREET, MODEL, scripts, palette, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, lens, editorTab, readStats, themedShots, say };
 	// E2E_REPEAT=N runs these N times in the same VS Code (to shake out flakiness).
 	for (let k = 1; k <= REPEAT; k++) {
 		const n = (name) => (REPEAT > 1 ? `${name}#${k}` : name);
@@ -1829,6 +1830,7 @@ async function main() {
 			["contrast", (c) => contrastScenario(c, walk)],
 			["modelMissing", (c) => modelMissingScenario(c, walk)],
 			["history", (c) => historyScenario(c, walk)],
+			["editProposal", (c) => editProposalScenario(c, walk)],
 			["resume", resumeScenario],
 			// The turn fails on purpose: its error notification is expected.
 			["instructions", instructionsScenario],

@@ -9,6 +9,8 @@
 //   modelMissing   a model that is not pulled is said when the chat opens (status bar, chat), with
 //                  the `ollama pull` fix and the models there are, before any prompt.
 //   history        the chat input's prompt history: ↑ and ↓.
+//   editProposal   "Edit proposal": the user changes the proposed file, saves; the user's version is
+//                  written and the model is told it changed, and how.
 import * as fs from "node:fs";
 import * as path from "node:path";
 
@@ -18,8 +20,8 @@ import * as path from "node:path";
  * line's overlays (line and character decorations, diff backgrounds) and the element's own
  * ancestors; ghost text is the decoration's ::before/::after.
  */
-async function measure(page) {
-	return page.evaluate(() => {
+async function measure(page, newFile = false) {
+	return page.evaluate((newFile) => {
 		const parse = (c) => {
 			const m = /rgba?\(([^)]+)\)/.exec(c ?? "");
 			if (!m) return undefined;
@@ -112,13 +114,19 @@ async function measure(page) {
 			if (!own.trim()) continue;
 			add("lens", own, parse(getComputedStyle(el).color), ancestorsBg(el, editorBg(el)));
 		}
-		// 4. The Diff view's proposed side: every token on its (inserted-line) background.
+		// 4. A new file's proposal (the agentd-proposed document): every token of the active editor.
+		if (newFile)
+			for (const line of document.querySelectorAll(".editor-group-container.active .monaco-editor .view-lines .view-line")) {
+				const base = lineBg(line, editorBg(line));
+				for (const sp of line.querySelectorAll("span > span")) add("new file", sp.textContent, parse(getComputedStyle(sp).color), base);
+			}
+		// 5. The Diff view's proposed side: every token on its (inserted-line) background.
 		for (const line of document.querySelectorAll(".monaco-diff-editor .editor.modified .view-lines .view-line")) {
 			const base = lineBg(line, editorBg(line));
 			for (const sp of line.querySelectorAll("span > span")) add("diff (proposed side)", sp.textContent, parse(getComputedStyle(sp).color), base);
 		}
 		return out;
-	});
+	}, newFile);
 }
 
 /** The lenses of the Diff view's proposed side, each with the lines right below and above it and
@@ -200,13 +208,13 @@ export async function contrastScenario({ page, chat, fake }, h) {
 	const low = [];
 	// agentd draws these (their colours are its choice); the lenses and the diff editor's own
 	// rendering are coloured by the theme alone: measured and kept in contrast.json, not asserted.
-	const OURS = new Set(["ghost text", "proposal block"]);
+	const OURS = new Set(["ghost text", "proposal block", "new file"]);
 	const check = async (where, shortTheme, need) => {
 		// The blocks are rendered again in a new theme: measure until that happened (or the deadline).
 		let got = [];
 		const lowOf = (ms) => ms.filter((m) => OURS.has(m.surface) && m.ratio < 4.5);
 		await waitFor(`the proposal surfaces in ${shortTheme} (${where})`, async () => {
-			got = await measure(page);
+			got = await measure(page, need.includes("new file"));
 			return need.every((s) => got.some((m) => m.surface === s)) && lowOf(got).length === 0;
 		}, 5000).catch(() => undefined);
 		for (const s of need) if (!got.some((m) => m.surface === s)) throw new Error(`${where} (${shortTheme}): no text of the surface "${s}" was measured`);
@@ -230,6 +238,20 @@ export async function contrastScenario({ page, chat, fake }, h) {
 		await check("diff view", t, ["diff (proposed side)", "lens"]);
 		placement.push({ theme: t, ...(await lensPlacement(page)) });
 	});
+	// A new file's proposal.
+	await diff.locator(".editor.modified .view-lines").first().click();
+	await page.keyboard.press("Control+Home");
+	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Reject all" }).first().click();
+	await waitFor("the review's diff closed once settled", async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0);
+	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 });
+	await fakeReset(fake, newFileScript(scripts.multiline.models));
+	await send(chat, "Please create the farewell file");
+	await editorTab(page, "farewell.go");
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await themedShots(page, "35-contrast-new-file", (t) => check("new file", t, ["new file"]));
+	await lens(page, "Reject all").first().click();
+	await chat.locator(".item.assistant", { hasText: "Left it out" }).waitFor({ timeout: 20000 });
+	if (fs.existsSync(path.join(WS, "farewell.go"))) throw new Error("farewell.go was written although rejected");
 	fs.writeFileSync(path.join(OUT_DIR, "contrast.json"), JSON.stringify({ measured: all, lensPlacement: placement }, null, 1));
 	const lowest = (f) => Math.min(...all.filter(f).map((m) => m.ratio));
 	say(`contrast: ${all.length} text colours measured; the lowest of agentd's surfaces ${lowest((m) => OURS.has(m.surface))}:1, of the theme's lenses ${lowest((m) => m.surface === "lens")}:1, of the diff editor's proposed side ${lowest((m) => m.surface.startsWith("diff"))}:1`);
@@ -244,13 +266,20 @@ export async function contrastScenario({ page, chat, fake }, h) {
 				throw new Error(`${p.theme}: the lens "${l}" is not on the top of its hunk: above it ${JSON.stringify(got.above)} (${got.aboveInserted ? "inserted" : "unchanged"}), below it ${JSON.stringify(got.below)} (${got.belowInserted ? "inserted" : "unchanged"})`);
 		}
 	}
-	// The file's lens is at the top of the proposed side.
-	await diff.locator(".editor.modified .view-lines").first().click();
-	await page.keyboard.press("Control+Home");
-	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Reject all" }).first().click();
-	await waitFor("the review's diff closed once settled", async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0);
-	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 });
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+}
+
+/** A reply that creates farewell.go. */
+function newFileScript(models) {
+	const content = "package shop\n\n// Farewell says goodbye to a customer.\nfunc Farewell(name string) string {\n\tif name == \"\" {\n\t\tname = \"customer\"\n\t}\n\treturn \"Goodbye, \" + name + \"!\"\n}\n";
+	return {
+		models,
+		turns: [
+			{ name: "write", when: { lastUserContains: "create the farewell file" }, reply: { toolCalls: [{ name: "write", arguments: { path: "farewell.go", content } }] } },
+			{ name: "after", when: { lastRole: "tool" }, repeat: true, reply: { text: "Left it out." } },
+			{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
+		],
+	};
 }
 
 export async function modelMissingScenario({ page, chat, fake }, h) {
@@ -302,4 +331,36 @@ export async function historyScenario({ chat, fake }, h) {
 	await input.press("ArrowUp");
 	if ((await input.inputValue()) !== "line one\nline two") throw new Error("↑ on the second line replaced the prompt instead of moving the caret");
 	await input.fill("");
+}
+
+export async function editProposalScenario({ page, chat, fake }, h) {
+	const { WS, CART, scripts, palette, newSession, send, fakeReset, waitFor, lens, editorTab, themedShots, fakeRequests, toolMessages } = h;
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
+	await palette(page, "View: Close All Editors");
+	await fakeReset(fake, scripts.review);
+	await newSession(chat);
+	await send(chat, "Please fix the double discount in cart.go");
+	await editorTab(page, "cart.go");
+	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 });
+	await lens(page, "Edit proposal").first().click();
+	// The proposed file, editable, in its own tab.
+	const ed = page.locator(".editor-group-container.active .monaco-editor").first();
+	await ed.locator(".view-line", { hasText: "items, not quantities" }).waitFor({ timeout: 20000 });
+	const proposed = CART.replace("\ttotal -= c.Discount\n\ttotal -= c.Discount\n", "\ttotal -= c.Discount\n").replace("\treturn len(c.Prices)\n", "\treturn len(c.Prices) // items, not quantities\n");
+	await ed.locator(".view-lines").click();
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.keyboard.press("Control+End");
+	await page.keyboard.type("\n// Edited by the user before accepting.\n");
+	await themedShots(page, "36-edit-proposal");
+	if (fs.readFileSync(path.join(WS, "cart.go"), "utf8") !== CART) throw new Error("cart.go changed before the edited proposal was saved");
+	await page.keyboard.press("Control+s");
+	const users = proposed + "\n// Edited by the user before accepting.\n";
+	await waitFor("cart.go on disk with the user's version", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === users, 30000);
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	const tools = toolMessages(await fakeRequests(fake));
+	const result = tools.find((m) => m.includes("with the user's version"));
+	if (!result) throw new Error(`the model was not told the user changed the proposal: ${JSON.stringify(tools)}`);
+	if (!result.includes("+// Edited by the user before accepting.")) throw new Error(`the model's result does not show the user's change: ${result}`);
+	await waitFor("the edited proposal's tab closed once accepted", async () => (await page.locator(".tabs-container .tab.dirty").count()) === 0 && (await lens(page, "Edit proposal").count()) === 0);
+	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 }
