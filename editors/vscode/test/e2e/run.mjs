@@ -1334,8 +1334,8 @@ async function mentionsScenario({ page, chat, fake }) {
 		await palette(page, "Preferences: Color Theme");
 		const q = page.locator(".quick-input-widget input");
 		await q.fill(theme);
-		// The row whose text ends with the name: "Default High Contrast" also lists "Default High Contrast Light".
-		await page.locator(".quick-input-list .monaco-list-row", { hasText: new RegExp(`${theme}\\s*$`) }).first().click();
+		// The row of that name: "Default High Contrast" also lists "Default High Contrast Light".
+		await page.locator(".quick-input-list .monaco-list-row", { hasText: new RegExp(`${theme}(?! Light)`) }).first().click();
 		await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 20000 });
 		await input.click();
 		await input.fill("");

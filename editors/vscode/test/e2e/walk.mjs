@@ -72,6 +72,8 @@ async function measure(page, newFile = false) {
 			for (const row of ed?.querySelectorAll(".view-overlays > div") ?? []) {
 				if (row.style.top !== top) continue;
 				for (const d of row.children) {
+					// Not the proposal's: the selection and the highlights of the word at the cursor.
+					if (/selected-text|wordHighlight|selectionHighlight|findMatch|rangeHighlight/.test(d.className)) continue;
 					const c = parse(getComputedStyle(d).backgroundColor);
 					if (c && c[3] > 0) bg = over(c, bg);
 				}
@@ -118,7 +120,8 @@ async function measure(page, newFile = false) {
 		if (newFile)
 			for (const line of document.querySelectorAll(".editor-group-container.active .monaco-editor .view-lines .view-line")) {
 				const base = lineBg(line, editorBg(line));
-				for (const sp of line.querySelectorAll("span > span")) add("new file", sp.textContent, parse(getComputedStyle(sp).color), base);
+				// Bracket pair colours are the theme's (editorBracketHighlight.*), as in any editor.
+				for (const sp of line.querySelectorAll("span > span")) add(/bracket-highlighting/.test(sp.className) ? "bracket pairs (theme)" : "new file", sp.textContent, parse(getComputedStyle(sp).color), base);
 			}
 		// 5. The Diff view's proposed side: every token on its (inserted-line) background.
 		for (const line of document.querySelectorAll(".monaco-diff-editor .editor.modified .view-lines .view-line")) {
@@ -238,11 +241,16 @@ export async function contrastScenario({ page, chat, fake }, h) {
 		await check("diff view", t, ["diff (proposed side)", "lens"]);
 		placement.push({ theme: t, ...(await lensPlacement(page)) });
 	});
-	// A new file's proposal.
+	// A new file's proposal. First the diff's review is rejected from its file lens, at the top (a
+	// click while the lenses are laid out again can miss: click until the review is settled).
 	await diff.locator(".editor.modified .view-lines").first().click();
 	await page.keyboard.press("Control+Home");
-	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Reject all" }).first().click();
-	await waitFor("the review's diff closed once settled", async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0);
+	const diffClosed = async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0;
+	for (let i = 0; !(await diffClosed()); i++) {
+		if (i === 5) throw new Error("the diff's review was not settled by its Reject all lens");
+		await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Reject all" }).first().click({ timeout: 5000 }).catch(() => undefined);
+		await waitFor("the review's diff closed once settled", diffClosed, 5000).catch(() => undefined);
+	}
 	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 });
 	await fakeReset(fake, newFileScript(scripts.multiline.models));
 	await send(chat, "Please create the farewell file");
