@@ -99,6 +99,10 @@ func (c *Client) statusError(code int, msg string, err error) *agent.ModelError 
 		case strings.Contains(lower, "does not support thinking"):
 			e.Kind = agent.ErrNoThinking
 			e.Fix = "turn thinking off for " + c.model
+		case strings.Contains(lower, "does not support insert"):
+			// Fill-in-the-middle (a suffix) needs a model with the insert capability.
+			e.Kind = agent.ErrBadRequest
+			e.Fix = c.model + " cannot fill in the middle: set completion-model to a code model with the `insert` capability (qwen2.5-coder:1.5b-base, for instance)"
 		case strings.Contains(lower, "exceeds the context length"):
 			e.Kind = agent.ErrContextOverflow
 			e.Fix = c.overflowFix()

@@ -26,6 +26,8 @@ type Script struct {
 	// Turns answer chat requests. Each request takes the first turn, in order, that is not used up
 	// and whose When matches; a turn is used up once it answered, unless Repeat is set.
 	Turns []Turn `json:"turns,omitzero"`
+	// Generates answer /api/generate requests (inline completion) the same way.
+	Generates []GenerateTurn `json:"generates,omitzero"`
 	// GPUMemory is the GPU memory a loaded model may use, in bytes; 0: no GPU (every model runs on
 	// the CPU, /api/ps reports size_vram 0). See Model.Weights.
 	GPUMemory int64 `json:"gpuMemory,omitzero"`
@@ -223,6 +225,11 @@ func (s *Script) Validate() error {
 	for i, t := range s.Turns {
 		if err := t.Reply.validate(); err != nil {
 			return fmt.Errorf("ollamatest: turns[%d] %s: %w", i, t.Name, err)
+		}
+	}
+	for i, t := range s.Generates {
+		if err := t.Reply.validate(); err != nil {
+			return fmt.Errorf("ollamatest: generates[%d] %s: %w", i, t.Name, err)
 		}
 	}
 	return nil

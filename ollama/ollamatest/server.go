@@ -1,6 +1,7 @@
 // Package ollamatest is a scriptable fake Ollama server for tests: it speaks /api/chat (streaming
-// and not), /api/show, /api/tags, /api/version and /api/ps with the api package's own types, answers
-// chat requests from a Script, and records every chat request.
+// and not), /api/generate (fill-in-the-middle), /api/show, /api/tags, /api/version and /api/ps
+// with the api package's own types, answers chat and generate requests from a Script, and records
+// every one of them.
 //
 // Go tests use NewServer; other languages run cmd/fakeollama with a JSON script (see its README.md).
 package ollamatest
@@ -40,7 +41,12 @@ type Server struct {
 	unmatched []string
 	nextID    int
 	loaded    map[string]*runner // model (normalized name) → its runner, as /api/ps reports it
-	keepAlive time.Duration      // the server's own keep-alive (OLLAMA_KEEP_ALIVE); 0: 5 minutes
+	// generates are the /api/generate requests; genUsed[i]: Generates[i] answered and is not
+	// Repeat; genChanged is closed and replaced when a generate request arrives or ends.
+	generates  []GenerateRecord
+	genUsed    []bool
+	genChanged chan struct{}
+	keepAlive  time.Duration // the server's own keep-alive (OLLAMA_KEEP_ALIVE); 0: 5 minutes
 }
 
 // runner is a loaded model as Ollama's scheduler keeps it.
@@ -119,13 +125,15 @@ func ServeScriptFile(addr, path string) (*Server, error) {
 }
 
 func newServer(script *Script) *Server {
-	s := &Server{closing: make(chan struct{})}
+	s := &Server{closing: make(chan struct{}), genChanged: make(chan struct{})}
 	if script != nil {
 		s.script = *script
 		s.script.Models = slices.Clone(script.Models)
 		s.script.Turns = slices.Clone(script.Turns)
+		s.script.Generates = slices.Clone(script.Generates)
 	}
 	s.used = make([]bool, len(s.script.Turns))
+	s.genUsed = make([]bool, len(s.script.Generates))
 	return s
 }
 
@@ -252,9 +260,11 @@ func (s *Server) Reset(script *Script) {
 		s.script = *script
 		s.script.Models = slices.Clone(script.Models)
 		s.script.Turns = slices.Clone(script.Turns)
+		s.script.Generates = slices.Clone(script.Generates)
 	}
 	s.used = make([]bool, len(s.script.Turns))
-	s.chats, s.calls, s.unmatched = nil, nil, nil
+	s.genUsed = make([]bool, len(s.script.Generates))
+	s.chats, s.calls, s.unmatched, s.generates = nil, nil, nil, nil
 }
 
 // ServeHTTP routes like Ollama, plus /_fake/ endpoints for tests in other languages.
@@ -268,6 +278,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "Ollama is running")
 	case r.URL.Path == "/api/chat" && r.Method == http.MethodPost:
 		s.chat(w, r)
+	case r.URL.Path == "/api/generate" && r.Method == http.MethodPost:
+		s.generate(w, r)
 	case r.URL.Path == "/api/show" && r.Method == http.MethodPost:
 		s.show(w, r)
 	case r.URL.Path == "/api/tags" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
@@ -286,6 +298,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.ProcessResponse{Models: s.running()})
 	case r.URL.Path == "/_fake/requests" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, s.Chats())
+	case r.URL.Path == "/_fake/generates" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Generates())
 	case r.URL.Path == "/_fake/unmatched" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, s.Unmatched())
 	case r.URL.Path == "/_fake/reset" && r.Method == http.MethodPost:
@@ -350,34 +364,49 @@ const defaultNumCtx = 4096
 // model unloads once idle for its keep-alive: at once for 0, never for a negative one. A request
 // without messages and with keep_alive 0 only unloads.
 func (s *Server) touch(n int, req *api.ChatRequest) {
-	name := normalizeName(req.Model)
 	numCtx := defaultNumCtx
 	if f, ok := req.Options["num_ctx"].(float64); ok {
 		numCtx = int(f)
 	}
 	shift := req.Shift == nil || *req.Shift
+	if len(req.Messages) == 0 && req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
+		s.mu.Lock()
+		delete(s.loaded, normalizeName(req.Model))
+		s.mu.Unlock()
+		return
+	}
+	rendered := ""
+	if len(req.Messages) > 0 {
+		rendered = render(req)
+	}
+	load, prompt, cached := s.runnerServe(req.Model, numCtx, shift, req.KeepAlive, rendered)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < len(s.chats) { // a reset may have come in between
+		rec := &s.chats[n]
+		rec.Load, rec.PromptTokens, rec.CachedTokens = load, prompt, cached
+	}
+}
+
+// runnerServe has model's runner serve one request as Ollama's scheduler does (see touch) and
+// returns what it did to the runner, the rendered prompt's estimated tokens and the part of them
+// its prompt cache held. An empty rendered prompt (a preload) leaves the cache as it is.
+func (s *Server) runnerServe(model string, numCtx int, shift bool, keepAlive *api.Duration, rendered string) (load string, promptTokens, cachedTokens int) {
+	name := normalizeName(model)
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.loaded == nil {
 		s.loaded = map[string]*runner{}
 	}
-	if len(req.Messages) == 0 && req.KeepAlive != nil && req.KeepAlive.Duration == 0 {
-		delete(s.loaded, name)
-		return
-	}
-	rec := &ChatRecord{}
-	if n < len(s.chats) { // a reset may have come in between
-		rec = &s.chats[n]
-	}
 	r := s.loaded[name]
 	switch {
 	case r == nil || !r.until.After(now):
-		rec.Load = "load"
+		load = "load"
 	case r.numCtx != numCtx || r.shift != shift:
-		rec.Load = "reload"
+		load = "reload"
 	}
-	if rec.Load != "" {
+	if load != "" {
 		keep := s.keepAlive
 		if keep == 0 {
 			keep = 5 * time.Minute
@@ -392,8 +421,8 @@ func (s *Server) touch(n int, req *api.ChatRequest) {
 		r = &runner{keep: keep, numCtx: numCtx, shift: shift, size: size, vram: min(size, s.script.GPUMemory)}
 		s.loaded[name] = r
 	}
-	if req.KeepAlive != nil {
-		r.keep = req.KeepAlive.Duration
+	if keepAlive != nil {
+		r.keep = keepAlive.Duration
 	}
 	switch {
 	case r.keep == 0:
@@ -403,12 +432,12 @@ func (s *Server) touch(n int, req *api.ChatRequest) {
 	default:
 		r.until = now.Add(r.keep)
 	}
-	if len(req.Messages) > 0 {
-		p := render(req)
-		rec.PromptTokens = len(p) / 4
-		rec.CachedTokens = commonPrefix(r.prompt, p) / 4
-		r.prompt = p
+	if rendered != "" {
+		promptTokens = len(rendered) / 4
+		cachedTokens = commonPrefix(r.prompt, rendered) / 4
+		r.prompt = rendered
 	}
+	return load, promptTokens, cachedTokens
 }
 
 // render lays a request out as a chat template does — the system message, then the tools, then the
