@@ -58,6 +58,10 @@ type Options struct {
 	KeepAlive *time.Duration
 	// Models makes model clients (nil: Ollama with KeepAlive).
 	Models ModelFactory
+	// CompletionModel is the inline completion model ("" : DefaultCompletionModel, and not
+	// configured); Infillers makes its clients (nil: Ollama with CompletionKeepAlive).
+	CompletionModel string
+	Infillers       InfillerFactory
 	// Sandbox forces a sandbox mode (ModeAuto: the strongest available).
 	Sandbox sandbox.Mode
 	// SandboxLimits are every command's memory and process limits (zero fields:
@@ -99,6 +103,10 @@ type Runtime struct {
 
 	mu         sync.Mutex
 	workspaces map[string]*workspace // by canonical root
+	infillers  map[string]Infiller   // completion clients by host and model (completion.go)
+
+	// chat is which sessions are streaming a reply (completion.go).
+	chat chatState
 }
 
 // workspace is what sessions of one root share.
@@ -124,6 +132,9 @@ func NewRuntime(opts Options) (*Runtime, error) {
 		opts.Models = func(host, model string) (ModelClient, error) {
 			return ollama.New(ollama.Config{Host: host, Model: model, KeepAlive: keep})
 		}
+	}
+	if opts.Infillers == nil {
+		opts.Infillers = ollamaInfillers
 	}
 	if opts.StateDir == "" {
 		dir, err := store.DefaultDir()
@@ -552,6 +563,7 @@ func (h *Harness) Revert(turnID string) (string, store.RevertResult, error) {
 // Close closes the journal and shuts the MCP servers down.
 func (h *Harness) Close() error {
 	h.holdModel(nil)
+	h.rt.observeChat(h, nil)
 	if h.mcp != nil {
 		h.mcp.Close()
 	}
@@ -631,6 +643,7 @@ func (h *Harness) Start(ctx context.Context, ask Asker, sink agent.Sink) (*agent
 			cp.Observe(e)
 			h.observeTurn(e)
 			h.holdModel(e)
+			h.rt.observeChat(h, e)
 			h.audit.Observe(e)
 			if sink != nil {
 				sink(e)
