@@ -79,6 +79,8 @@ type fakeEditor struct {
 	env     *testEnv
 	conn    *rpc.Conn
 	reviews bool
+	// initResult is the daemon's answer to initialize.
+	initResult json.RawMessage
 
 	mu      sync.Mutex
 	docs    map[string]*editorDoc // by URI
@@ -117,6 +119,7 @@ func (e *testEnv) editorWith(opts rpc.InitializationOptions) *fakeEditor {
 		"initializationOptions": opts,
 	}
 	ed.call("initialize", init, &res)
+	ed.initResult = res
 	ed.conn.Notify(context.Background(), "initialized", map[string]any{})
 	return ed
 }

@@ -323,7 +323,9 @@ func (c *client) daemonStatus(ctx context.Context, params []byte) (any, error) {
 		}
 	}
 	rt := c.srv.rt
-	res := rpc.DaemonStatusResult{Version: rt.Options().Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: "ok"}
+	completionModel, _, _ := c.completionModel()
+	res := rpc.DaemonStatusResult{Version: rt.Options().Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: "ok",
+		CompletionModel: completionModel}
 	c.mu.Lock()
 	host, model := c.init.OllamaHost, c.init.Model
 	c.mu.Unlock()
@@ -410,6 +412,11 @@ var requestHandlers = map[string]requestHandler{
 	rpc.MethodTurnUndo:       func(c *client, ctx context.Context, p json.RawMessage) (any, error) { return c.turnUndo(ctx, p) },
 	rpc.MethodMCPProposals:   func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.mcpProposals(p) },
 	rpc.MethodMCPApprove:     func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.mcpApprove(p) },
+
+	// Inline completion from the completion model (completion.go).
+	rpc.MethodInlineCompletion: func(c *client, ctx context.Context, p json.RawMessage) (any, error) {
+		return c.inlineCompletion(ctx, p)
+	},
 
 	// Per-hunk decisions before a file review is settled (reviews.go).
 	rpc.MethodReviewHunkState: func(c *client, _ context.Context, p json.RawMessage) (any, error) { return c.reviewHunkState(p) },

@@ -4,7 +4,8 @@
 //
 // Layout: server.go (connections, lifecycle, document sync), live.go (sessions and their update
 // stream), reviews.go (the editor gate), writer.go (edits through workspace/applyEdit),
-// runtime.go and gate.go (session building and policy, shared with `agentd run`).
+// completion.go and fim.go (inline completion), runtime.go and gate.go (session building and
+// policy, shared with `agentd run`).
 package daemon
 
 import (
@@ -31,6 +32,8 @@ type Server struct {
 	overlay *Overlay
 	// reviewTimeout rejects a review nobody answered (rt's Options.ReviewTimeout; tests lower it).
 	reviewTimeout time.Duration
+	// completions are the inline completions running (completion.go).
+	completions completions
 
 	mu       sync.Mutex
 	clients  map[*client]bool
@@ -225,12 +228,15 @@ func (c *client) initialize(params json.RawMessage) (any, error) {
 	c.mu.Lock()
 	c.init, c.folders, c.initialized = opts, folders, true
 	c.mu.Unlock()
+	completionModel, _, completionConfigured := c.completionModel()
 	return map[string]any{
 		"capabilities": map[string]any{
-			"textDocumentSync": map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
-			"workspace":        map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
+			"textDocumentSync":         map[string]any{"openClose": true, "change": 2, "save": map[string]any{"includeText": false}},
+			"workspace":                map[string]any{"workspaceFolders": map[string]any{"supported": true, "changeNotifications": true}},
+			"inlineCompletionProvider": true,
 			"experimental": map[string]any{"agentd": rpc.ServerInfo{
-				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.Options().Version, Sandbox: c.srv.rt.SandboxSummaryNow()}},
+				ProtocolVersion: rpc.ProtocolVersion, Version: c.srv.rt.Options().Version, Sandbox: c.srv.rt.SandboxSummaryNow(),
+				CompletionModel: completionModel, CompletionConfigured: completionConfigured}},
 		},
 		"serverInfo": map[string]any{"name": "agentd", "version": c.srv.rt.Options().Version},
 	}, nil

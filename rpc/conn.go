@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -58,6 +59,18 @@ type Conn struct {
 
 	mu        sync.Mutex
 	canceller func(jsonrpc2.ID)
+	// arrivals numbers the calls in wire order (Arrival).
+	arrivals atomic.Uint64
+}
+
+type arrivalKey struct{}
+
+// Arrival is a call's place in the connection's wire order, from 1 (0 outside a call). Calls run
+// concurrently and may start in another order; a handler that must let the newer of two requests
+// win compares their arrivals.
+func Arrival(ctx context.Context) uint64 {
+	n, _ := ctx.Value(arrivalKey{}).(uint64)
+	return n
 }
 
 // NewConn wraps a byte stream (stdio, a Unix socket, a pipe).
@@ -95,9 +108,11 @@ func (c *Conn) Go(h Handler) {
 			return nil, nil
 		}
 		// Release the read loop first (exactly once), then derive contexts: deriving from a
-		// synchronous request context crashes once the pooled request is recycled.
+		// synchronous request context crashes once the pooled request is recycled. The arrival
+		// is counted before, still in wire order.
+		arrival := c.arrivals.Add(1)
 		jsonrpc2.Async(ctx)
-		res, err := inner(ctx, req)
+		res, err := inner(context.WithValue(ctx, arrivalKey{}, arrival), req)
 		var rpcErr *jsonrpc2.Error
 		switch {
 		case err == nil:

@@ -313,3 +313,32 @@ func FuzzFraming(f *testing.F) {
 		}
 	})
 }
+
+// arrivalHandler answers each call with its Arrival.
+type arrivalHandler struct{}
+
+func (arrivalHandler) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return Arrival(ctx), nil
+}
+func (arrivalHandler) Notify(context.Context, string, json.RawMessage) {}
+
+// TestArrivalCountsCallsInWireOrder: calls are numbered in the order they arrived, whatever order
+// their handlers run in; notifications take no number.
+func TestArrivalCountsCallsInWireOrder(t *testing.T) {
+	c, _ := serve(t, arrivalHandler{})
+	for i := 1; i <= 5; i++ {
+		c.send(`{"jsonrpc":"2.0","method":"note"}`)
+		c.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(100-i) + `,"method":"x"}`)
+	}
+	got := map[float64]float64{}
+	for range 5 {
+		m := c.read()
+		got[m["id"].(float64)] = m["result"].(float64)
+	}
+	for i := 1; i <= 5; i++ {
+		if got[float64(100-i)] != float64(i) {
+			t.Errorf("arrivals by id: %v", got)
+			break
+		}
+	}
+}

@@ -97,6 +97,7 @@ const (
 	MethodDidClose                  = "textDocument/didClose"
 	MethodDidSave                   = "textDocument/didSave"
 	MethodWorkDoneProgressCancel    = "window/workDoneProgress/cancel"
+	MethodInlineCompletion          = "textDocument/inlineCompletion"
 	MethodWorkDoneProgressCreate    = "window/workDoneProgress/create"
 	MethodProgress                  = "$/progress"
 	MethodShowMessage               = "window/showMessage"
@@ -197,6 +198,7 @@ var Methods = []MethodInfo{
 	lsp(note[protocol.DidCloseTextDocumentParams](MethodDidClose, ClientToServer)),
 	lsp(note[protocol.DidSaveTextDocumentParams](MethodDidSave, ClientToServer)),
 	lsp(note[WorkDoneProgressCancelParams](MethodWorkDoneProgressCancel, ClientToServer)),
+	lsp(req[InlineCompletionParams, InlineCompletionList](MethodInlineCompletion, ClientToServer)),
 	// Server → client.
 	lsp(MethodInfo{Name: MethodWorkDoneProgressCreate, Direction: ServerToClient, Kind: Request,
 		Params: reflect.TypeFor[WorkDoneProgressCreateParams]()}),
@@ -241,6 +243,9 @@ type InitializationOptions struct {
 	OllamaHost   string `json:"ollamaHost,omitzero"`
 	// ContextLength caps the context window the daemon chooses (0 = the daemon's default).
 	ContextLength int `json:"contextLength,omitzero"`
+	// CompletionModel is the editor's inline completion model for this connection ("" : the
+	// daemon's).
+	CompletionModel string `json:"completionModel,omitzero"`
 }
 
 // ServerInfo is the "agentd" entry of the server capabilities' experimental field.
@@ -249,6 +254,12 @@ type ServerInfo struct {
 	Version         string `json:"version"`
 	// Sandbox says which protection commands run under ("bubblewrap+landlock+seccomp", …).
 	Sandbox string `json:"sandbox"`
+	// CompletionModel is the model textDocument/inlineCompletion uses for this connection;
+	// CompletionConfigured is true when someone chose it (the editor's setting or the daemon's
+	// completion-model), which turns inline completion on in the editors unless the user turned
+	// it off.
+	CompletionModel      string `json:"completionModel"`
+	CompletionConfigured bool   `json:"completionConfigured,omitzero"`
 }
 
 // SessionInfo describes a session.
@@ -544,6 +555,8 @@ type DaemonStatusResult struct {
 	// Model is "ok" when Ollama has the model, else that it is not pulled, with the fix and the
 	// models Ollama has; absent when Ollama could not be asked.
 	Model string `json:"model,omitzero"`
+	// CompletionModel is the inline completion model of this connection.
+	CompletionModel string `json:"completionModel"`
 }
 
 // SessionUpdateParams is one update of a session (notification, server → client).

@@ -28,6 +28,7 @@ func init() {
 		DocumentDiagnosticsParams{}, DocumentDiagnosticsResult{},
 		TurnListParams{}, TurnListResult{}, TurnChangesParams{}, TurnChangesResult{}, TurnUndoParams{}, TurnUndoResult{},
 		MCPProposalsParams{}, MCPProposalsResult{}, MCPApproveParams{}, MCPApproveResult{},
+		InlineCompletionParams{}, InlineCompletionList{},
 	} {
 		docTypes[reflect.TypeOf(v).Name()] = v
 	}

@@ -23,6 +23,7 @@ type settings struct {
 	stateDir      string
 	reviewTimeout time.Duration
 	keepAlive     string
+	completion    string
 }
 
 func (s *settings) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.think, "think", false, "turn thinking on for models that have it")
 	fs.StringVar(&s.stateDir, "state-dir", "", "where sessions, checkpoints and the audit log live (default $XDG_STATE_HOME/agentd)")
 	fs.DurationVar(&s.reviewTimeout, "review-timeout", 0, "reject a review nobody answered after this long (default: never)")
+	fs.StringVar(&s.completion, "completion-model", "", "model for inline completion in the editors, one that fills in the middle (default $AGENTD_COMPLETION_MODEL or "+harness.DefaultCompletionModel+")")
 	fs.StringVar(&s.keepAlive, "keep-alive", "", "keep the model loaded this long after each request: a duration, 0 to unload after every reply, -1 for ever (default $AGENTD_KEEP_ALIVE, else the Ollama server's own, with the model held loaded while a turn runs)")
 }
 
@@ -60,9 +62,11 @@ func (s *settings) resolve() (harness.Options, []string, error) {
 		Version:    version,
 		OllamaHost: pick(s.ollamaHost, "OLLAMA_HOST", "ollama-host"),
 		Model:      pick(s.model, "AGENTD_MODEL", "model"),
-		StateDir:   s.stateDir,
-		Think:      s.think || file["think"] == "on" || file["think"] == "true",
-		Policy:     loc,
+		// Empty when nobody chose one: the default applies and the editors leave completion off.
+		CompletionModel: pick(s.completion, "AGENTD_COMPLETION_MODEL", "completion-model"),
+		StateDir:        s.stateDir,
+		Think:           s.think || file["think"] == "on" || file["think"] == "true",
+		Policy:          loc,
 	}
 	opts.ApprovalMode = s.approval
 	if opts.ApprovalMode == "" {

@@ -76,3 +76,27 @@ func TestCommandLimitsFromTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionModelSetting: the flag beats the environment, which beats the config file; with
+// none of them the model is left empty (the default, not configured).
+func TestCompletionModelSetting(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
+	t.Setenv("AGENTD_COMPLETION_MODEL", "")
+	os.MkdirAll(filepath.Join(home, "config", "agentd"), 0o700)
+	cfg := filepath.Join(home, "config", "agentd", "config")
+	check := func(s settings, want string) {
+		t.Helper()
+		opts, _, err := s.resolve()
+		if err != nil || opts.CompletionModel != want {
+			t.Errorf("completion model %q, %v; want %q", opts.CompletionModel, err, want)
+		}
+	}
+	check(settings{}, "")
+	os.WriteFile(cfg, []byte("completion-model codegemma:2b\n"), 0o600)
+	check(settings{}, "codegemma:2b")
+	t.Setenv("AGENTD_COMPLETION_MODEL", "starcoder2:3b")
+	check(settings{}, "starcoder2:3b")
+	check(settings{completion: "qwen2.5-coder:7b-base"}, "qwen2.5-coder:7b-base")
+}

@@ -74,8 +74,10 @@ usage:
   agentd doctor
   agentd version
 
-Common flags: --ollama-host, --model, --approval, --context-length, --think, --state-dir.
-Environment: OLLAMA_HOST, AGENTD_MODEL, AGENTD_APPROVAL, AGENTD_CONTEXT_LENGTH, AGENTD_LOG=debug.
+Common flags: --ollama-host, --model, --approval, --context-length, --think, --state-dir,
+--completion-model.
+Environment: OLLAMA_HOST, AGENTD_MODEL, AGENTD_APPROVAL, AGENTD_CONTEXT_LENGTH,
+AGENTD_COMPLETION_MODEL, AGENTD_LOG=debug.
 Config: $XDG_CONFIG_HOME/agentd/config (lines such as "model qwen3:8b", "mode auto-edit").
 
 agentd run exits 0 when the turn is done and no call was refused; 1 on an error; 2 on bad flags or

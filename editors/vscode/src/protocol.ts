@@ -133,6 +133,8 @@ export interface InitializationOptions {
 	approvalMode?: string;
 	ollamaHost?: string;
 	contextLength?: number;
+	/** The inline completion model for this connection (empty: the daemon's). */
+	completionModel?: string;
 }
 
 /** capabilities.experimental.agentd of the initialize result. */
@@ -140,6 +142,15 @@ export interface ServerInfo {
 	protocolVersion: number;
 	version: string;
 	sandbox: string;
+	/** The model textDocument/inlineCompletion uses for this connection. */
+	completionModel: string;
+	/** Someone chose the completion model: inline completion is on by default ("auto"). */
+	completionConfigured?: boolean;
+}
+
+/** textDocument/inlineCompletion's answer (LSP 3.18; docs/protocol.md §2). */
+export interface InlineCompletionList {
+	items: { insertText: string; range: { start: { line: number; character: number }; end: { line: number; character: number } } }[];
 }
 
 // ---- Sessions ----
@@ -315,6 +326,8 @@ export interface DaemonStatusResult {
 	ollama: string;
 	/** "ok" when Ollama has the model, else that it is not pulled, with the fix and the models there. */
 	model?: string;
+	/** The inline completion model of this connection. */
+	completionModel: string;
 }
 
 // ---- Turns: session/update ----
