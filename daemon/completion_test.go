@@ -21,7 +21,7 @@ import (
 const coderModel = "qwen2.5-coder:1.5b-base"
 
 // completionEnv is a daemon whose fake Ollama knows the chat model and the completion model.
-func completionEnv(t *testing.T, files map[string]string, generates ...ollamatest.GenerateTurn) *testEnv {
+func completionEnv(t testing.TB, files map[string]string, generates ...ollamatest.GenerateTurn) *testEnv {
 	t.Helper()
 	env := newEnv(t, files)
 	env.ollama.AddModel(ollamatest.Model{Name: coderModel, Capabilities: []string{"completion", "insert"}, Architecture: "qwen2"})
@@ -194,7 +194,7 @@ func TestFIMWindowIsStableBetweenKeystrokes(t *testing.T) {
 		if !strings.HasSuffix(req.Prompt, typed[:i]) {
 			t.Fatalf("prompt does not end at the cursor: …%q", req.Prompt[len(req.Prompt)-40:])
 		}
-		if len(req.Prompt) > fimPrefixTokens*fimBytesPerToken || len(req.Suffix) > fimSuffixTokens*fimBytesPerToken {
+		if len(req.Prompt) > fimPrefixBytes || len(req.Suffix) > fimSuffixBytes {
 			t.Fatalf("windows of %d and %d bytes", len(req.Prompt), len(req.Suffix))
 		}
 		if !strings.HasPrefix(req.Prompt, "func ") || !strings.HasSuffix(req.Suffix, "\n") {

@@ -26,18 +26,18 @@ import (
 
 // testEnv is a daemon with a fake Ollama and a workspace.
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	ollama *ollamatest.Server
 	ws     string
 }
 
-func newEnv(t *testing.T, files map[string]string) *testEnv {
+func newEnv(t testing.TB, files map[string]string) *testEnv {
 	t.Helper()
 	return newEnvWith(t, files, nil)
 }
 
-func newEnvWith(t *testing.T, files map[string]string, mutate func(*harness.Options)) *testEnv {
+func newEnvWith(t testing.TB, files map[string]string, mutate func(*harness.Options)) *testEnv {
 	t.Helper()
 	ws := t.TempDir()
 	for name, content := range files {
@@ -75,7 +75,7 @@ func newEnvWith(t *testing.T, files map[string]string, mutate func(*harness.Opti
 // workspace/applyEdit to them (sending didChange), saves on document/save, and records every
 // notification.
 type fakeEditor struct {
-	t       *testing.T
+	t       testing.TB
 	env     *testEnv
 	conn    *rpc.Conn
 	reviews bool
@@ -272,7 +272,7 @@ func (ed *fakeEditor) prompt(session, text string) string {
 }
 
 // applyLSPEdits applies non-overlapping edits (UTF-16 columns; the tests use ASCII) in reverse.
-func applyLSPEdits(t *testing.T, text string, edits []protocol.TextEdit) string {
+func applyLSPEdits(t testing.TB, text string, edits []protocol.TextEdit) string {
 	for i := len(edits) - 1; i >= 0; i-- {
 		e := edits[i]
 		start, err := offsetOf(text, e.Range.Start)

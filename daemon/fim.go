@@ -7,12 +7,13 @@ import (
 	"github.com/agentd/agentd/agent"
 )
 
-// The prompt of an inline completion: windows of the document around the cursor, sized in tokens
-// (estimated at fimBytesPerToken; the benchmark counts them with Qwen's tokenizer).
+// The prompt of an inline completion: windows of the document around the cursor, sized in tokens,
+// at 3.5 bytes a token (what Qwen's tokenizer makes of Go source; make bench counts them).
 const (
-	fimPrefixTokens  = 1024
-	fimSuffixTokens  = 256
-	fimBytesPerToken = 4
+	fimPrefixTokens = 1024
+	fimSuffixTokens = 256
+	fimPrefixBytes  = fimPrefixTokens * 7 / 2
+	fimSuffixBytes  = fimSuffixTokens * 7 / 2
 	// fimNumCtx holds both windows, the template's few tokens and the completion; it never
 	// changes, so the completion model is loaded once.
 	fimNumCtx = 2048
@@ -31,7 +32,7 @@ const (
 // With text after the cursor on its line, the completion ends at the line's end; at the end of a
 // line it may go on to the end of a block (a blank line).
 func fimRequest(text string, cursor int) *agent.InfillRequest {
-	budget := fimPrefixTokens * fimBytesPerToken
+	budget := fimPrefixBytes
 	start := 0
 	if cursor > budget {
 		step := budget / 4
@@ -44,7 +45,7 @@ func fimRequest(text string, cursor int) *agent.InfillRequest {
 		}
 	}
 	end := len(text)
-	if limit := cursor + fimSuffixTokens*fimBytesPerToken; end > limit {
+	if limit := cursor + fimSuffixBytes; end > limit {
 		end = limit
 		if i := strings.LastIndexByte(text[cursor:end], '\n'); i >= 0 {
 			end = cursor + i + 1

