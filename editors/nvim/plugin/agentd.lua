@@ -63,6 +63,13 @@ command("AgentGrants", cmd("grants"), { nargs = 0, desc = "agentd: list the sess
 command("AgentMcpApprove", cmd("mcp_approve"), {
   nargs = 0, desc = "agentd: approve an MCP server this workspace proposes (for the next session)",
 })
+command("AgentCompletion", cmd("completion"), {
+  nargs = "*",
+  complete = function(_, line)
+    return #vim.split(line, "%s+") <= 2 and { "on", "off", "toggle" } or vim.fn.getcompletion("", "filetype")
+  end,
+  desc = "agentd: inline completion on, off or toggle [for a filetype]",
+})
 command("AgentStatus", cmd("status"), { nargs = 0, desc = "agentd: show the daemon's status" })
 command("AgentStop", cmd("stop"), { nargs = 0, desc = "agentd: close the connection (sessions keep running)" })
 

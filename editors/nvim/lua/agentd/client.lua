@@ -93,6 +93,9 @@ local function init_options()
   opts.approvalMode = o.approval_mode
   opts.ollamaHost = o.ollama_host
   opts.contextLength = o.context_length
+  if type(o.completion.model) == "string" then
+    opts.completionModel = o.completion.model
+  end
   return opts
 end
 
@@ -138,6 +141,7 @@ local function on_init(client, result)
   end
   vim.schedule(function()
     attach_all()
+    require("agentd.completion").on_connect()
     -- A new connection is attached to no session: re-attach the current one (after a restart of
     -- the daemon or :AgentStop) before anything queued runs.
     require("agentd.session").on_connect(client, function()

@@ -66,6 +66,22 @@ M.defaults = {
     approve = "<leader>ay",
     deny = "<leader>an",
   },
+  -- Inline completion (ghost text) from the completion model (:h agentd-completion).
+  completion = {
+    -- true, false, or "auto": on when a completion model is configured (model below, or the
+    -- daemon's completion-model), else off.
+    enabled = "auto",
+    -- The completion model for this editor (false: the daemon's).
+    model = false,
+    -- Per filetype on/off, over `enabled`: { markdown = false, go = true }.
+    filetypes = {},
+    -- Insert-mode keys that accept the ghost text (else they do what they always do); false
+    -- maps none.
+    keymaps = { accept = "<Tab>", accept_alt = "<C-y>" },
+    -- Wait this long after a keystroke before asking (milliseconds; 0.7–0.11, the built-in
+    -- completion of 0.12 has its own).
+    debounce_ms = 150,
+  },
   -- Minimum level of vim.notify messages from the plugin (vim.log.levels.*).
   notify_level = vim.log.levels.INFO,
 }
@@ -137,6 +153,19 @@ function M.validate(user)
     return x == nil or x == false or type(x) == "table"
   end, false, "table or false")
   v("notify_level", user.notify_level, "number", true)
+  v("completion", user.completion, "table", true)
+  local completion = user.completion or {}
+  v("completion.enabled", completion.enabled, function(x)
+    return x == nil or x == true or x == false or x == "auto"
+  end, false, "true, false or \"auto\"")
+  v("completion.model", completion.model, optional_string_or_false, false, "string or false")
+  v("completion.filetypes", completion.filetypes, "table", true)
+  v("completion.keymaps", completion.keymaps, function(x)
+    return x == nil or x == false or type(x) == "table"
+  end, false, "table or false")
+  v("completion.debounce_ms", completion.debounce_ms, function(x)
+    return x == nil or (type(x) == "number" and x >= 0)
+  end, false, "number >= 0")
 
   local chat = user.chat or {}
   v("chat.layout", chat.layout, one_of({ "right", "left", "bottom", "top", "float", "tab" }), false,
@@ -166,6 +195,9 @@ function M.validate(user)
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), user)
   if user.keymaps == false then
     merged.keymaps = false
+  end
+  if user.completion and user.completion.keymaps == false then
+    merged.completion.keymaps = false
   end
   if user.cmd then
     merged.cmd = vim.deepcopy(user.cmd) -- lists are replaced, not merged index by index

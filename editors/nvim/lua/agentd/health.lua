@@ -103,6 +103,14 @@ function M.check()
     h.warn("model/list failed")
   end
 
+  h.start("agentd: inline completion")
+  local completion = require("agentd.completion")
+  h.info(completion.describe())
+  if status.completionModel and status.completionModel ~= "" then
+    h.ok("completion model " .. status.completionModel
+      .. " (it must be pulled and fill in the middle: `ollama pull " .. status.completionModel .. "`)")
+  end
+
   h.start("agentd: sandbox")
   local sandbox = status.sandbox or info.sandbox
   if not sandbox or sandbox == "" or sandbox == "none" then
