@@ -15,6 +15,8 @@ export interface Config {
 	revealOnReview: RevealOnReview;
 	commandApproval: CommandApprovalStyle;
 	includeActiveFile: boolean;
+	/** agentd.completion.model: the inline completion model ("" : the daemon's). */
+	completionModel: string;
 }
 
 export function readConfig(): Config {
@@ -32,8 +34,9 @@ export function readConfig(): Config {
 		revealOnReview: c.get<RevealOnReview>("revealOnReview", "background") ?? "background",
 		commandApproval: c.get<CommandApprovalStyle>("commandApproval", "notification") ?? "notification",
 		includeActiveFile: c.get<boolean>("includeActiveFile", true) ?? true,
+		completionModel: c.get<string>("completion.model", "") ?? "",
 	};
 }
 
 /** Settings that are sent in initializationOptions: changing them needs a reconnect. */
-export const RESTART_SETTINGS = ["agentd.path", "agentd.serverArgs", "agentd.ollamaHost", "agentd.contextLength", "agentd.model"];
+export const RESTART_SETTINGS = ["agentd.path", "agentd.serverArgs", "agentd.ollamaHost", "agentd.contextLength", "agentd.model", "agentd.completion.model"];

@@ -10,6 +10,7 @@ import { bundledDaemon } from "./daemon/args";
 import { DaemonClient } from "./daemon/client";
 import { registerDiagnostics } from "./diagnostics";
 import { McpProposals } from "./mcp";
+import { InlineCompletion } from "./completion";
 import { ChangesView } from "./review/changes";
 import { ReviewManager } from "./review/manager";
 import { SessionController } from "./session";
@@ -87,6 +88,8 @@ export function activate(context: vscode.ExtensionContext) {
 	);
 
 	context.subscriptions.push(registerDiagnostics(daemon));
+	const completion = new InlineCompletion(daemon, log);
+	context.subscriptions.push(completion);
 	activateTestMode(context, log);
 	const cmd = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(registerCommand(id, fn, log));
 	cmd("agentd.focusChat", () => chat.reveal(true));
@@ -103,6 +106,8 @@ export function activate(context: vscode.ExtensionContext) {
 	cmd("agentd.manageGrants", () => session.manageGrants());
 	cmd("agentd.approveMcpServers", () => mcpProposals.approveCommand());
 	cmd("agentd.restart", () => daemon.restart());
+	cmd("agentd.toggleCompletion", () => completion.toggle());
+	cmd("agentd.toggleCompletionForLanguage", () => completion.toggleLanguage());
 	cmd("agentd.showLog", () => log.show(true));
 	cmd("agentd.askAboutSelection", async (prompt?: string) => {
 		const ed = vscode.window.activeTextEditor;

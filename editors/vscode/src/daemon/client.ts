@@ -238,6 +238,7 @@ export class DaemonClient implements vscode.Disposable {
 		if (cfg.approvalMode) o.approvalMode = cfg.approvalMode;
 		if (cfg.ollamaHost) o.ollamaHost = cfg.ollamaHost;
 		if (cfg.contextLength > 0) o.contextLength = cfg.contextLength;
+		if (cfg.completionModel) o.completionModel = cfg.completionModel;
 		return o;
 	}
 
@@ -290,6 +291,13 @@ export class DaemonClient implements vscode.Disposable {
 		const c = this.client;
 		if (!c || this.state.kind !== "running") throw new NotConnectedError(this.state);
 		return token ? c.sendRequest(method, params, token) : c.sendRequest(method, params);
+	}
+
+	/** A standard LSP request agentd serves (textDocument/inlineCompletion). Throws when not connected. */
+	async lspRequest<R>(method: string, params: unknown, token: vscode.CancellationToken): Promise<R> {
+		const c = this.client;
+		if (!c || this.state.kind !== "running") throw new NotConnectedError(this.state);
+		return c.sendRequest<R>(method, params, token);
 	}
 
 	dispose(): void {

@@ -45,6 +45,7 @@ import { escapesScenario } from "./escapes.mjs";
 import { rewindScenario } from "./rewind.mjs";
 import { vsixScenario } from "./vsix.mjs";
 import { contrastScenario, diffFocusScenario, editProposalScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
+import { completionScenario } from "./completion.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -1845,6 +1846,7 @@ async function main() {
 			["cardKeys", (c) => cardKeysScenario(c, { script: scripts.command, OUT_DIR, themedShots, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["escapes", (c) => escapesScenario(c, { models, OUT_DIR, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["rewind", (c) => rewindScenario(c, { WS, models, OUT_DIR, palette, newSession, send, fakeReset, fakeRequests, waitFor })],
+			["completion", (c) => completionScenario(c, { WS, models, OUT_DIR, palette, openFile, fakeReset, waitFor, focusEditor, themedShots, say })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
 		}
