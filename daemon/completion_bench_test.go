@@ -15,7 +15,8 @@ import (
 // BenchmarkInlineCompletion measures what the daemon adds to a completion against a fake Ollama
 // that answers at once: from the editor sending textDocument/inlineCompletion to the generate
 // request arriving (in), and from the fake writing the done line to the editor holding the answer
-// (out), p50 and p95 over b.N requests typed one character apart into live.go; and cancel: from
+// (out), p50 and p95 over b.N requests typed one character apart into live.go, next to the same
+// requests sent by the Ollama client alone (ref-in, ref-out); and cancel: from
 // the editor cancelling a running completion to the fake seeing its HTTP request closed.
 // -benchtime 200x gives the 200 requests of docs/benchmarks.md. With AGENTD_FIM_PARTS set, it writes
 // the prompt windows of the last request there (scripts/tokens counts them).
@@ -49,15 +50,38 @@ func BenchmarkInlineCompletion(b *testing.B) {
 	report(b, "in", in)
 	report(b, "out", out)
 
+	// The reference: the same requests sent to the fake by the Ollama client alone, without the
+	// daemon and the editor connection (what in and out cost anyway).
+	inf, err := env.srv.rt.Infiller("", coderModel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, out = in[:0], out[:0]
+	for i := range b.N {
+		typed := strings.Repeat("x", i%40+1)
+		req := fimRequest(text[:cursor]+typed+text[cursor:], cursor+len(typed))
+		n := len(env.ollama.Generates())
+		start := time.Now()
+		if _, err := inf.Infill(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		end := time.Now()
+		g := env.ollama.Generates()[n]
+		in = append(in, g.Received.Sub(start))
+		out = append(out, end.Sub(g.DoneSent))
+	}
+	report(b, "ref-in", in)
+	report(b, "ref-out", out)
+
 	// Cancellation: the fake hangs; the editor cancels once the request arrived.
 	env.ollama.AddGenerates(ollamatest.GenerateTurn{Repeat: true, When: &ollamatest.GenerateMatch{PromptSuffix: "y"}, Reply: ollamatest.Reply{Text: "z", Hang: true}})
 	var cancels []time.Duration
 	for i := range 20 {
-		ed.sendChange(uri, int32(b.N+i+2), text[:cursor]+"y"+text[cursor:])
+		ed.sendChange(uri, int32(2*b.N+i+2), text[:cursor]+"y"+text[cursor:])
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { ed.complete(ctx, uri, line, 1); close(done) }()
-		n := b.N + i
+		n := 2*b.N + i
 		if _, err := env.ollama.WaitGenerates(context.Background(), n+1, false); err != nil {
 			b.Fatal(err)
 		}
