@@ -221,39 +221,67 @@ local function feed(key)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "n", false)
 end
 
-local function map_keys()
+-- The accept keys, buffer-local in the buffers where completion is on (elsewhere <Tab> keeps
+-- whatever meaning the user gave it).
+local function accept_keys()
   local keys = opts().keymaps
   if keys == false then
-    return
+    return {}
   end
+  local out = {}
   for _, lhs in pairs({ keys.accept, keys.accept_alt }) do
     if type(lhs) == "string" then
-      vim.keymap.set("i", lhs, function()
-        if not M.accept() then
-          feed(lhs)
-        end
-      end, { silent = true, desc = "agentd: accept the inline completion" })
+      table.insert(out, lhs)
     end
   end
+  return out
 end
 
--- Turns the built-in completion on or off in a buffer, as the switches say.
-local function builtin_apply(buf)
-  local client = require("agentd.client")
-  if not client.client_id or not compat.buf_is_attached(buf, client.client_id) then
+local mapped = {} -- buffers whose accept keys are mapped
+
+local function map_keys(buf, on)
+  if on == (mapped[buf] == true) then
     return
   end
-  vim.lsp.inline_completion.enable(buf_on(buf), { bufnr = buf, client_id = client.client_id })
+  for _, lhs in ipairs(accept_keys()) do
+    if on then
+      vim.keymap.set("i", lhs, function()
+        if M.accept() then
+          return
+        end
+        -- Neovim 0.11+ maps <Tab> to jump to a snippet's next field: keep that.
+        if lhs == "<Tab>" and vim.snippet and vim.snippet.active and vim.snippet.active({ direction = 1 }) then
+          vim.snippet.jump(1)
+          return
+        end
+        feed(lhs)
+      end, { buffer = buf, silent = true, desc = "agentd: accept the inline completion" })
+    else
+      pcall(vim.keymap.del, "i", lhs, { buffer = buf })
+    end
+  end
+  mapped[buf] = on or nil
+end
+
+-- Turns completion on or off in a buffer, as the switches say: the accept keys, and on 0.12 the
+-- built-in completion.
+local function apply(buf)
+  if not vim.api.nvim_buf_is_valid(buf) or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  local on = buf_on(buf)
+  map_keys(buf, on)
+  local client = require("agentd.client")
+  if M.builtin() and client.client_id and compat.buf_is_attached(buf, client.client_id) then
+    vim.lsp.inline_completion.enable(on, { bufnr = buf, client_id = client.client_id })
+  end
 end
 
 local function apply_all()
-  if M.builtin() then
-    for _, b in ipairs(vim.api.nvim_list_bufs()) do
-      if vim.api.nvim_buf_is_loaded(b) then
-        builtin_apply(b)
-      end
-    end
-  else
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    apply(b)
+  end
+  if not M.builtin() then
     M.dismiss()
   end
 end
@@ -263,16 +291,24 @@ function M.on_connect()
   vim.api.nvim_set_hl(0, "AgentdGhost", { link = "Comment", default = true })
   if not augroup then
     augroup = vim.api.nvim_create_augroup("agentd_completion", { clear = true })
-    map_keys()
-    if M.builtin() then
-      vim.api.nvim_create_autocmd({ "BufEnter", "FileType", "LspAttach" }, {
-        group = augroup,
-        callback = function(a)
-          builtin_apply(a.buf)
-        end,
-        desc = "agentd: inline completion in this buffer or not",
-      })
-    else
+    local events = { "BufEnter", "FileType" }
+    if vim.fn.exists("##LspAttach") == 1 then
+      table.insert(events, "LspAttach") -- 0.8+: a buffer attached after it was entered
+    end
+    vim.api.nvim_create_autocmd(events, {
+      group = augroup,
+      callback = function(a)
+        apply(a.buf)
+      end,
+      desc = "agentd: inline completion in this buffer or not",
+    })
+    vim.api.nvim_create_autocmd("BufWipeout", {
+      group = augroup,
+      callback = function(a)
+        mapped[a.buf] = nil
+      end,
+    })
+    if not M.builtin() then
       vim.api.nvim_create_autocmd({ "TextChangedI", "InsertEnter" }, {
         group = augroup,
         callback = schedule_request,

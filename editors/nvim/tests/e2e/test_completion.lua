@@ -21,6 +21,11 @@ local function http_json(path)
   return vim.json.decode(vim.fn.system({ "curl", "-sS", H.fake.url .. path }))
 end
 
+--- Whether <Tab> has the plugin's buffer-local Insert mode mapping in the current buffer.
+local function tab_mapped_here()
+  return vim.fn.maparg("<Tab>", "i", false, true).buffer == 1
+end
+
 local function keys(k)
   return vim.api.nvim_replace_termcodes(k, true, false, true)
 end
@@ -118,7 +123,9 @@ H.test("off by default without a configured model; :AgentCompletion turns it on"
   require("agentd.compat").set_buf_option(buf, "filetype", "go") -- -u NONE: no filetype detection
   local completion = require("agentd.completion")
   H.ok(not completion.enabled("go"), "off without a configured completion model")
+  H.ok(not tab_mapped_here(), "<Tab> is left alone while completion is off")
   vim.cmd("AgentCompletion on go")
+  H.ok(tab_mapped_here(), "<Tab> accepts once completion is on")
   H.ok(completion.enabled("go") and not completion.enabled("markdown"), "on for go only")
   vim.api.nvim_win_set_cursor(0, { 4, 0 })
   local screen
@@ -137,6 +144,7 @@ H.test("off by default without a configured model; :AgentCompletion turns it on"
   H.print("screen with the ghost text:\n" .. table.concat(vim.list_slice(screen, 1, 6), "\n"))
   vim.cmd("AgentCompletion off")
   H.ok(not completion.enabled("go"), "off again")
+  H.ok(not tab_mapped_here(), "<Tab> is given back")
   vim.cmd("bwipeout! " .. buf)
 end)
 
