@@ -9,8 +9,8 @@ import (
 	"github.com/agentd/agentd/tools"
 )
 
-// Model is the one interface between the loop and a model adapter (package ollama implements it;
-// tests fake it).
+// Model is the one interface between the loop and a model adapter (packages ollama and openai
+// implement it; tests fake it).
 type Model interface {
 	// Info describes the model: capabilities and trained context length. Called once per session.
 	Info(ctx context.Context) (ModelInfo, error)
@@ -123,8 +123,11 @@ type ModelResponse struct {
 
 // Usage reports the cost of one model call, as the server measured it.
 type Usage struct {
-	PromptTokens   int           `json:"promptTokens"`
-	OutputTokens   int           `json:"outputTokens"`
+	PromptTokens int `json:"promptTokens"`
+	OutputTokens int `json:"outputTokens"`
+	// CachedTokens are the prompt tokens the server took from its prompt cache instead of
+	// reading them (OpenAI-compatible servers say it; Ollama does not).
+	CachedTokens   int           `json:"cachedTokens,omitzero"`
 	PromptDuration time.Duration `json:"promptDurationNs"`
 	OutputDuration time.Duration `json:"outputDurationNs"`
 	LoadDuration   time.Duration `json:"loadDurationNs"`
