@@ -325,7 +325,7 @@ func (c *client) daemonStatus(ctx context.Context, params []byte) (any, error) {
 	rt := c.srv.rt
 	completionModel, _, _ := c.completionModel()
 	res := rpc.DaemonStatusResult{Version: rt.Options().Version, Sandbox: rt.SandboxSummary(), Sessions: c.srv.Sessions(), Ollama: "ok",
-		CompletionModel: completionModel}
+		CompletionModel: completionModel, Engine: rt.Options().EngineSummary()}
 	c.mu.Lock()
 	host, model := c.init.OllamaHost, c.init.Model
 	c.mu.Unlock()

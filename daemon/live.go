@@ -261,7 +261,7 @@ func (ls *liveSession) wire(u harness.Update) []rpc.SessionUpdateParams {
 		}
 		return []rpc.SessionUpdateParams{
 			up(e.TurnID, rpc.Update{Type: rpc.UpdateMessageCompleted, Text: e.Message.Content, Thinking: e.Message.Thinking}),
-			up(e.TurnID, rpc.Update{Type: rpc.UpdateUsage, Usage: &rpc.UsageInfo{PromptTokens: use.PromptTokens, OutputTokens: use.OutputTokens,
+			up(e.TurnID, rpc.Update{Type: rpc.UpdateUsage, Usage: &rpc.UsageInfo{PromptTokens: use.PromptTokens, OutputTokens: use.OutputTokens, CachedTokens: use.CachedTokens,
 				PromptMs: use.PromptDuration.Milliseconds(), OutputMs: use.OutputDuration.Milliseconds(), LoadMs: use.LoadDuration.Milliseconds(),
 				ContextLength: numCtx, ContextPercent: pct}}),
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/ollama"
+	"github.com/agentd/agentd/openai"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
@@ -38,8 +39,17 @@ import (
 // Options configure the runtime. cmd/agentd resolves them: flags > environment > config file >
 // defaults.
 type Options struct {
-	Version      string
-	OllamaHost   string
+	Version string
+	// Engine is the model server's API: EngineOllama ("" too) or EngineOpenAI.
+	Engine string
+	// OllamaHost is the Ollama server (engine ollama).
+	OllamaHost string
+	// EngineURL is the OpenAI-compatible API's base URL (engine openai; "" : openai.DefaultURL).
+	// A session's OllamaHost (an editor's setting) does not change it.
+	EngineURL string
+	// EngineAPIKey is sent as a bearer token (engine openai). cmd/agentd reads it from the
+	// environment variable the config names; it is never written anywhere.
+	EngineAPIKey string
 	Model        string // default model for new sessions
 	ApprovalMode string // default approval mode for new sessions
 	// ContextCap caps the context window chosen for a session (0: no cap but the model's).
@@ -56,7 +66,7 @@ type Options struct {
 	// the server's own keep-alive applies and the model is held loaded while a turn runs, see
 	// ollama.Client.KeepLoaded; 0 unloads after every reply; negative: until Ollama stops).
 	KeepAlive *time.Duration
-	// Models makes model clients (nil: Ollama with KeepAlive).
+	// Models makes model clients (nil: EngineModels(), the engine's).
 	Models ModelFactory
 	// CompletionModel is the inline completion model ("" : DefaultCompletionModel, and not
 	// configured); Infillers makes its clients (nil: Ollama with CompletionKeepAlive).
@@ -85,6 +95,71 @@ type ModelClient interface {
 
 // ModelFactory makes a client for a model on a host.
 type ModelFactory func(host, model string) (ModelClient, error)
+
+// The engines: the model server's API.
+const (
+	EngineOllama = "ollama" // Ollama's native /api
+	EngineOpenAI = "openai" // OpenAI-compatible chat completions (llama-server, vLLM, LM Studio)
+)
+
+// ParseEngine checks an engine name ("" is EngineOllama).
+func ParseEngine(s string) (string, error) {
+	switch s {
+	case "", EngineOllama:
+		return EngineOllama, nil
+	case EngineOpenAI:
+		return EngineOpenAI, nil
+	}
+	return "", fmt.Errorf("engine %q: use ollama or openai", s)
+}
+
+// EngineModels is the factory of o's engine. For EngineOpenAI the host argument is ignored: the
+// server is EngineURL (an editor's Ollama host setting does not apply to it).
+func (o Options) EngineModels() ModelFactory {
+	if o.Engine == EngineOpenAI {
+		return func(_, model string) (ModelClient, error) {
+			c, err := openai.New(openai.Config{URL: o.EngineURL, Model: model, APIKey: o.EngineAPIKey})
+			if err != nil {
+				return nil, err
+			}
+			return openaiClient{c}, nil
+		}
+	}
+	keep := o.KeepAlive
+	return func(host, model string) (ModelClient, error) {
+		return ollama.New(ollama.Config{Host: host, Model: model, KeepAlive: keep})
+	}
+}
+
+// EngineSummary names the engine and where it is, for status lines: "ollama
+// http://127.0.0.1:11434", "openai http://gpu:8000/v1".
+func (o Options) EngineSummary() string {
+	if o.Engine == EngineOpenAI {
+		if u, err := openai.ParseURL(o.EngineURL); err == nil {
+			return EngineOpenAI + " " + u.String()
+		}
+		return EngineOpenAI + " " + o.EngineURL
+	}
+	if u, err := ollama.ParseHost(o.OllamaHost); err == nil {
+		return EngineOllama + " " + u.String()
+	}
+	return EngineOllama + " " + o.OllamaHost
+}
+
+// openaiClient adapts an openai.Client to ModelClient (its model list is Ollama-shaped).
+type openaiClient struct{ *openai.Client }
+
+func (c openaiClient) ListModels(ctx context.Context) ([]ollama.ModelSummary, error) {
+	ms, err := c.Client.ListModels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ollama.ModelSummary, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, ollama.ModelSummary{Name: m.ID})
+	}
+	return out, nil
+}
 
 // DefaultModel is the model used when nothing else is configured: qwen3:8b handles native tool
 // calls reliably at laptop size (5 GB at Q4), has a 40k trained context and optional thinking.
@@ -118,7 +193,12 @@ type workspace struct {
 
 // NewRuntime opens the state directory and probes the sandbox.
 func NewRuntime(opts Options) (*Runtime, error) {
-	if opts.Model == "" {
+	var err error
+	if opts.Engine, err = ParseEngine(opts.Engine); err != nil {
+		return nil, err
+	}
+	if opts.Model == "" && opts.Engine == EngineOllama {
+		// An OpenAI-compatible server names its own model (openai.Config.Model).
 		opts.Model = DefaultModel
 	}
 	if opts.ApprovalMode == "" {
@@ -128,10 +208,7 @@ func NewRuntime(opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	if opts.Models == nil {
-		keep := opts.KeepAlive
-		opts.Models = func(host, model string) (ModelClient, error) {
-			return ollama.New(ollama.Config{Host: host, Model: model, KeepAlive: keep})
-		}
+		opts.Models = opts.EngineModels()
 	}
 	if opts.Infillers == nil {
 		opts.Infillers = ollamaInfillers
@@ -191,11 +268,6 @@ func helperBinary() string {
 
 // probe waits for the sandbox probe.
 func (rt *Runtime) probe() { <-rt.probed }
-
-// OllamaModels makes Ollama clients.
-func OllamaModels(host, model string) (ModelClient, error) {
-	return ollama.New(ollama.Config{Host: host, Model: model})
-}
 
 // Close closes the stores. Nothing is sent to the model server: a model stays loaded for the
 // server's own keep-alive (or the configured one), with the runner options the next session sends

@@ -37,15 +37,16 @@ type Config struct {
 	Warnings []string
 	// Files lists the config files that were read, in order.
 	Files []string
-	// Settings are the daemon settings of the user config (model, ollama-host, context-length,
-	// think, review-timeout, keep-alive, command-memory, command-pids, completion-model), by keyword. A workspace config cannot set them: it could point
+	// Settings are the daemon settings of the user config (model, ollama-host, engine,
+	// engine-url, engine-api-key-env, context-length, think, review-timeout, keep-alive,
+	// command-memory, command-pids, completion-model), by keyword. A workspace config cannot set them: it could point
 	// agentd at another model server.
 	Settings map[string]string
 }
 
 // SettingKeys are the daemon settings a user config may hold, one per line: `model qwen3:8b`.
-var SettingKeys = []string{"model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive",
-	"command-memory", "command-pids", "completion-model"}
+var SettingKeys = []string{"model", "ollama-host", "engine", "engine-url", "engine-api-key-env", "context-length",
+	"think", "review-timeout", "keep-alive", "command-memory", "command-pids", "completion-model"}
 
 // Locations are where agentd keeps the user's configuration and state, outside any workspace.
 type Locations struct {
@@ -389,8 +390,8 @@ func parseFile(name string, data []byte, config bool) (*fileContents, error) {
 					f.sensitive = append(f.sensitive, v)
 				}
 			}
-		case "model", "ollama-host", "context-length", "think", "review-timeout", "keep-alive",
-			"command-memory", "command-pids", "completion-model":
+		case "model", "ollama-host", "engine", "engine-url", "engine-api-key-env", "context-length", "think",
+			"review-timeout", "keep-alive", "command-memory", "command-pids", "completion-model":
 			if !config {
 				fail(src, "%s is a config setting, not a rule", kw)
 				continue

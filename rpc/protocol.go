@@ -550,13 +550,17 @@ type DaemonStatusResult struct {
 	Version  string `json:"version"`
 	Sandbox  string `json:"sandbox"`
 	Sessions int    `json:"sessions"`
-	// Ollama is "ok" or what is wrong, with the fix.
+	// Ollama is "ok" or what is wrong with the model server, with the fix (whatever the engine:
+	// the name predates engine openai).
 	Ollama string `json:"ollama"`
 	// Model is "ok" when Ollama has the model, else that it is not pulled, with the fix and the
 	// models Ollama has; absent when Ollama could not be asked.
 	Model string `json:"model,omitzero"`
 	// CompletionModel is the inline completion model of this connection.
 	CompletionModel string `json:"completionModel"`
+	// Engine names the model server's API and address: "ollama http://127.0.0.1:11434",
+	// "openai http://gpu:8000/v1".
+	Engine string `json:"engine"`
 }
 
 // SessionUpdateParams is one update of a session (notification, server → client).
@@ -657,8 +661,11 @@ type ResultImage struct {
 }
 
 type UsageInfo struct {
-	PromptTokens   int   `json:"promptTokens"`
-	OutputTokens   int   `json:"outputTokens"`
+	PromptTokens int `json:"promptTokens"`
+	OutputTokens int `json:"outputTokens"`
+	// CachedTokens are the prompt tokens the server took from its prompt cache (OpenAI-compatible
+	// servers report them; Ollama does not).
+	CachedTokens   int   `json:"cachedTokens,omitzero"`
 	PromptMs       int64 `json:"promptMs"`
 	OutputMs       int64 `json:"outputMs"`
 	LoadMs         int64 `json:"loadMs,omitzero"`

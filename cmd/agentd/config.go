@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/harness"
+	"github.com/agentd/agentd/openai"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/sandbox"
 )
@@ -15,6 +16,8 @@ import (
 // settings are the options every command shares. Precedence: flags > environment > the user
 // config file ($XDG_CONFIG_HOME/agentd/config) > defaults.
 type settings struct {
+	engine        string
+	engineURL     string
 	ollamaHost    string
 	model         string
 	approval      string
@@ -27,6 +30,8 @@ type settings struct {
 }
 
 func (s *settings) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.engine, "engine", "", "model server API: ollama, or openai for OpenAI-compatible servers such as llama-server and vLLM (default $AGENTD_ENGINE or ollama)")
+	fs.StringVar(&s.engineURL, "engine-url", "", "base URL of the OpenAI-compatible API, with /v1 (default $AGENTD_ENGINE_URL or "+openai.DefaultURL+")")
 	fs.StringVar(&s.ollamaHost, "ollama-host", "", "Ollama server (default $OLLAMA_HOST or 127.0.0.1:11434)")
 	fs.StringVar(&s.model, "model", "", "model for new sessions (default $AGENTD_MODEL or "+harness.DefaultModel+")")
 	fs.StringVar(&s.approval, "approval", "", "approval mode: ask, auto-edit, plan or yolo (default $AGENTD_APPROVAL or ask)")
@@ -67,6 +72,21 @@ func (s *settings) resolve() (harness.Options, []string, error) {
 		StateDir:        s.stateDir,
 		Think:           s.think || file["think"] == "on" || file["think"] == "true",
 		Policy:          loc,
+	}
+	if opts.Engine, err = harness.ParseEngine(pick(s.engine, "AGENTD_ENGINE", "engine")); err != nil {
+		return opts, nil, err
+	}
+	if opts.Engine == harness.EngineOpenAI {
+		opts.EngineURL = pick(s.engineURL, "AGENTD_ENGINE_URL", "engine-url")
+		if _, err := openai.ParseURL(opts.EngineURL); err != nil {
+			return opts, nil, err
+		}
+		// The key itself is never in a file: the config names the variable that holds it.
+		if name := file["engine-api-key-env"]; name != "" {
+			if opts.EngineAPIKey = os.Getenv(name); opts.EngineAPIKey == "" {
+				return opts, nil, fmt.Errorf("engine-api-key-env names %s, which is not set", name)
+			}
+		}
 	}
 	opts.ApprovalMode = s.approval
 	if opts.ApprovalMode == "" {

@@ -100,3 +100,60 @@ func TestCompletionModelSetting(t *testing.T) {
 	check(settings{}, "starcoder2:3b")
 	check(settings{completion: "qwen2.5-coder:7b-base"}, "qwen2.5-coder:7b-base")
 }
+
+// TestEngineSettings: engine and engine-url come from the flags, then AGENTD_ENGINE and
+// AGENTD_ENGINE_URL, then the config; the API key only from the environment variable the config
+// names (fail closed when it is unset); a bad engine or URL is an error naming it.
+func TestEngineSettings(t *testing.T) {
+	cases := []struct {
+		name      string
+		config    string
+		env       map[string]string
+		flags     settings
+		engine    string
+		url       string
+		key       string
+		errSubstr string
+	}{
+		{name: "default", engine: "ollama"},
+		{name: "config", config: "engine openai\nengine-url http://gpu:8000/v1\n", engine: "openai", url: "http://gpu:8000/v1"},
+		{name: "environment over config", config: "engine ollama\nengine-url http://a/v1\n",
+			env: map[string]string{"AGENTD_ENGINE": "openai", "AGENTD_ENGINE_URL": "http://b:8080/v1"}, engine: "openai", url: "http://b:8080/v1"},
+		{name: "flags over environment", env: map[string]string{"AGENTD_ENGINE": "ollama", "AGENTD_ENGINE_URL": "http://b/v1"},
+			flags: settings{engine: "openai", engineURL: "http://c/v1"}, engine: "openai", url: "http://c/v1"},
+		{name: "key from the named variable", config: "engine openai\nengine-api-key-env TEAM_GPU_KEY\n",
+			env: map[string]string{"TEAM_GPU_KEY": "sk-123"}, engine: "openai", key: "sk-123"},
+		{name: "named variable unset", config: "engine openai\nengine-api-key-env TEAM_GPU_KEY\n", errSubstr: "TEAM_GPU_KEY"},
+		{name: "unknown engine", config: "engine tgi\n", errSubstr: `engine "tgi"`},
+		{name: "bad URL", config: "engine openai\nengine-url gpu:8000\n", errSubstr: "gpu:8000"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+			t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
+			for _, k := range []string{"AGENTD_ENGINE", "AGENTD_ENGINE_URL", "TEAM_GPU_KEY"} {
+				t.Setenv(k, tc.env[k])
+			}
+			if err := os.MkdirAll(filepath.Join(home, "config", "agentd"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, "config", "agentd", "config"), []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			opts, _, err := tc.flags.resolve()
+			if tc.errSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errSubstr) {
+					t.Fatalf("err %v, want one naming %s", err, tc.errSubstr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.Engine != tc.engine || opts.EngineURL != tc.url || opts.EngineAPIKey != tc.key {
+				t.Errorf("engine %q url %q key %q, want %q %q %q", opts.Engine, opts.EngineURL, opts.EngineAPIKey, tc.engine, tc.url, tc.key)
+			}
+		})
+	}
+}

@@ -56,14 +56,15 @@ func doctorCmd(args []string) int {
 	for _, w := range warnings {
 		warn("config", w, "")
 	}
-	if opts.Model == "" {
+	openaiEngine := opts.Engine == harness.EngineOpenAI
+	if opts.Model == "" && !openaiEngine {
 		opts.Model = harness.DefaultModel
 	}
 	out.Printf("agentd %s\n", version)
 
 	models := opts.Models
 	if models == nil {
-		models = harness.OllamaModels
+		models = opts.EngineModels()
 	}
 	mc, err := models(opts.OllamaHost, opts.Model)
 	if err != nil {
@@ -73,7 +74,12 @@ func doctorCmd(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var info *agent.ModelInfo // the model's, once read
-	if v, err := mc.Version(ctx); err != nil {
+	if openaiEngine {
+		info = doctorEngine(ctx, mc, opts, report, warn)
+		if info != nil {
+			opts.Model = info.Name
+		}
+	} else if v, err := mc.Version(ctx); err != nil {
 		report(false, "ollama", describeErr(err), "")
 	} else {
 		report(true, "ollama", "reachable, version "+v, "")
@@ -144,4 +150,33 @@ func doctorCmd(args []string) int {
 	}
 	out.Println("everything agentd needs is in place")
 	return 0
+}
+
+// doctorEngine checks an OpenAI-compatible server: that it answers at the URL, which model it
+// serves and with what window, and whether its chat template takes tools. It returns the
+// model's info, nil when a check failed.
+func doctorEngine(ctx context.Context, mc harness.ModelClient, opts harness.Options,
+	report func(ok bool, what, detail, fix string), warn func(what, detail, fix string)) *agent.ModelInfo {
+	where := opts.EngineSummary()
+	v, err := mc.Version(ctx)
+	if err != nil {
+		report(false, "engine", describeErr(err), "")
+		return nil
+	}
+	report(true, "engine", fmt.Sprintf("%s reachable (%s)", where, v), "")
+	info, err := mc.Info(ctx)
+	if err != nil {
+		report(false, "model", describeErr(err), "")
+		return nil
+	}
+	window := "the server does not say its context window: set context-length to it"
+	if info.ContextLength > 0 {
+		window = fmt.Sprintf("context %d tokens", info.ContextLength)
+	}
+	report(true, "model", fmt.Sprintf("%s, %s", info.Name, window), "")
+	if !info.Tools {
+		warn("model", "the server's chat template takes no tools: agentd will use text tool calls, which small models get wrong more often",
+			"start llama-server with --jinja and a model whose template has tools")
+	}
+	return &info
 }

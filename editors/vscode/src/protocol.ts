@@ -322,12 +322,14 @@ export interface DaemonStatusResult {
 	version: string;
 	sandbox: string;
 	sessions: number;
-	/** "ok" or what is wrong, with the fix. */
+	/** "ok" or what is wrong with the model server, with the fix (whatever the engine). */
 	ollama: string;
 	/** "ok" when Ollama has the model, else that it is not pulled, with the fix and the models there. */
 	model?: string;
 	/** The inline completion model of this connection. */
 	completionModel: string;
+	/** The engine and its address: "ollama http://127.0.0.1:11434", "openai http://gpu:8000/v1". */
+	engine: string;
 }
 
 // ---- Turns: session/update ----
@@ -412,6 +414,8 @@ export interface ResultImage {
 export interface UsageInfo {
 	promptTokens: number;
 	outputTokens: number;
+	/** Prompt tokens taken from the server's prompt cache (OpenAI-compatible engines only). */
+	cachedTokens?: number;
 	promptMs: number;
 	outputMs: number;
 	loadMs?: number;

@@ -48,7 +48,7 @@ export interface ContextChip {
 }
 
 export interface SessionViewState {
-	connection: { kind: ConnectionState["kind"]; message?: string; fix?: string; ollama?: string; version?: string; sandbox?: string; modelProblem?: string };
+	connection: { kind: ConnectionState["kind"]; message?: string; fix?: string; ollama?: string; engine?: string; version?: string; sandbox?: string; modelProblem?: string };
 	session?: { id: string; title: string; model: string; approvalMode: string; instructions?: SessionInfo["instructions"]; warnings?: string[] };
 	/** The model of the session, or the one new sessions will use. */
 	model: string;
@@ -143,6 +143,7 @@ export class SessionController implements vscode.Disposable {
 			c.version = conn.info?.version;
 			c.sandbox = conn.info?.sandbox;
 			c.ollama = conn.status?.ollama;
+			c.engine = conn.status?.engine;
 		}
 		const cfg = readConfig();
 		const active = this.activeFile();

@@ -52,7 +52,7 @@ export class StatusBar implements vscode.Disposable {
 				if (c.ollama && c.ollama !== "ok") {
 					it.text = `$(warning) ${model}`;
 					it.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
-					md.appendMarkdown(`**Ollama:** ${c.ollama}\n\n`);
+					md.appendMarkdown(`**Model server:** ${escape(c.ollama)}\n\n`);
 				} else if (c.modelProblem) {
 					it.text = `$(warning) ${model}: not pulled`;
 					it.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
@@ -61,6 +61,7 @@ export class StatusBar implements vscode.Disposable {
 					md.appendMarkdown(" · [Pick a model](command:agentd.pickModel)\n\n");
 				}
 				md.appendMarkdown(`**agentd** ${c.version ?? ""} · sandbox: ${c.sandbox || "none"}\n\n`);
+				if (c.engine) md.appendMarkdown(`Engine: ${escape(c.engine)}\n\n`);
 				md.appendMarkdown(`Model: [${model}](command:agentd.pickModel) · Mode: [${s.approvalMode}](command:agentd.pickMode)\n\n`);
 				if (s.session) md.appendMarkdown(`Session: ${escape(s.session.title)}\n\n`);
 				if (s.session?.instructions) md.appendText(`Using ${instructionsLabel(s.session.instructions)}\n\n`);

@@ -174,8 +174,8 @@ function M.status()
     end
     local s = session()
     local cur = s.current
-    util.notify(string.format("daemon %s · sandbox %s · %d session%s · ollama %s\n%s%s", r.version or "?",
-      r.sandbox or "?", r.sessions or 0, r.sessions == 1 and "" or "s", r.ollama or "?",
+    util.notify(string.format("daemon %s · sandbox %s · %d session%s · engine %s: %s\n%s%s", r.version or "?",
+      r.sandbox or "?", r.sessions or 0, r.sessions == 1 and "" or "s", r.engine or "?", r.ollama or "?",
       require("agentd.completion").describe(),
       cur and string.format("\nsession %s (%s, %s)", cur.title ~= "" and cur.title or cur.sessionId, cur.model or "?",
         cur.approvalMode or "?") or ""))

@@ -68,9 +68,9 @@ function M.check()
   h.ok(string.format("daemon %s, %d session%s", status.version or "?", status.sessions or 0,
     status.sessions == 1 and "" or "s"))
 
-  h.start("agentd: Ollama")
+  h.start("agentd: model server")
   if status.ollama == "ok" then
-    h.ok("Ollama is reachable" .. (opts.ollama_host and (" at " .. opts.ollama_host) or ""))
+    h.ok("reachable: " .. tostring(status.engine or opts.ollama_host or "ollama"))
   else
     h.error("Ollama: " .. tostring(status.ollama), { "start it with `ollama serve`, or set ollama_host in setup()" })
   end
