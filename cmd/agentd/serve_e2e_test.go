@@ -132,8 +132,14 @@ type stdioServer struct {
 
 func startServeStdio(t *testing.T, e *runEnv, args ...string) *stdioServer {
 	t.Helper()
+	return startServeStdioEnv(t, e, e.env(), args...)
+}
+
+// startServeStdioEnv is startServeStdio with the environment env.
+func startServeStdioEnv(t *testing.T, e *runEnv, env []string, args ...string) *stdioServer {
+	t.Helper()
 	cmd := exec.Command(agentdBin, append([]string{"serve", "--stdio"}, args...)...)
-	cmd.Env = e.env()
+	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	inR, inW, err := os.Pipe()
 	if err != nil {
