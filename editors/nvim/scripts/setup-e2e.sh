@@ -6,13 +6,16 @@
 #   - Neovim 0.12 (the current stable release, what lazy.nvim users run) from a Debian sid rootfs,
 #     the same way: the wrapper $AGENTD_E2E_DIR/bin/nvim-0.12. sid moves: test.sh checks that it
 #     is still a 0.12 and says so when it is not.
+#   - llama.cpp's llama-server (sid's llama.cpp-tools, CPU backends from libggml0) in the same sid
+#     rootfs: the wrapper $AGENTD_E2E_DIR/bin/llama-server, which cmd/agentd's tests against a real
+#     inference engine run (AGENTD_LLAMA_SERVER). One sid root serves both.
 # Idempotent and non-interactive: a second run only checks. Reaches only Debian's apt mirror.
 #
 # Environment:
 #   AGENTD_E2E_DIR     cache dir outside the repository (default /opt/agentd-e2e)
 #   AGENTD_TRIXIE_DIR  the trixie rootfs (default $AGENTD_E2E_DIR/trixie)
 #   DEBIAN_MIRROR      mirror for debootstrap (default: the one apt already uses)
-#   AGENTD_SID_DIR     the sid rootfs with Neovim 0.12 (default $AGENTD_E2E_DIR/sid)
+#   AGENTD_SID_DIR     the sid rootfs with Neovim 0.12 and llama-server (default $AGENTD_E2E_DIR/sid)
 set -euo pipefail
 export CI=true DEBIAN_FRONTEND=noninteractive
 exec </dev/null
@@ -77,9 +80,9 @@ chmod +x "$E2E_DIR/bin/nvim-0.10"
 t "$("$E2E_DIR/bin/nvim-0.10" --version </dev/null | head -1) at $E2E_DIR/bin/nvim-0.10"
 SID=${AGENTD_SID_DIR:-$E2E_DIR/sid}
 if [ ! -x "$SID/usr/bin/nvim" ]; then
-  t "debootstrap sid with neovim into $SID (mirror $mirror)"
+  t "debootstrap sid with neovim and llama.cpp-tools into $SID (mirror $mirror)"
   rm -rf "$SID" "$SID.tmp"
-  if ! debootstrap --variant=minbase --include=neovim sid "$SID.tmp" "$mirror" >"$E2E_DIR/debootstrap-sid.log" 2>&1; then
+  if ! debootstrap --variant=minbase --include=neovim,llama.cpp-tools sid "$SID.tmp" "$mirror" >"$E2E_DIR/debootstrap-sid.log" 2>&1; then
     tail -30 "$E2E_DIR/debootstrap-sid.log" >&2
     rm -rf "$SID.tmp"
     exit 1
@@ -97,4 +100,29 @@ WRAP
 chmod +x "$E2E_DIR/bin/nvim-0.12"
 rm -f "$E2E_DIR/bin/nvim-next" # the optional wrapper of earlier rounds
 t "$("$E2E_DIR/bin/nvim-0.12" --version </dev/null | head -1) at $E2E_DIR/bin/nvim-0.12"
+
+if [ ! -x "$SID/usr/bin/llama-server" ]; then
+  # A sid root made before llama-server was needed: install it in place (Neovim keeps running
+  # from the same root meanwhile).
+  t "apt-get install llama.cpp-tools into $SID"
+  cp /etc/resolv.conf "$SID/etc/resolv.conf"
+  # The machine's clock can be past the Release file's Valid-Until (debootstrap does not check it).
+  chroot "$SID" apt-get -o Acquire::Check-Valid-Until=false update -qq
+  chroot "$SID" apt-get install -y -qq --no-install-recommends llama.cpp-tools >"$E2E_DIR/apt-sid-llama.log" 2>&1 ||
+    { tail -30 "$E2E_DIR/apt-sid-llama.log" >&2; exit 1; }
+  rm -rf "$SID/var/cache/apt/archives/"*.deb "$SID/var/lib/apt/lists/"* 2>/dev/null || true
+fi
+# ggml loads its CPU backend (the variant this CPU runs best) from the directory of the running
+# executable, which under the wrapper is sid's loader: link the variants there.
+for f in "$SID"/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-cpu-*.so; do
+  ln -sfn "ggml/backends0/${f##*/}" "$SID/usr/lib/x86_64-linux-gnu/${f##*/}"
+done
+cat >"$E2E_DIR/bin/llama-server" <<WRAP
+#!/bin/sh
+# llama.cpp's llama-server from the sid rootfs, started with sid's loader.
+T=\${AGENTD_SID_DIR:-$SID}
+exec "\$T/lib64/ld-linux-x86-64.so.2" --library-path "\$T/lib/x86_64-linux-gnu:\$T/usr/lib/x86_64-linux-gnu:\$T/usr/lib/x86_64-linux-gnu/llama" "\$T/usr/bin/llama-server" "\$@"
+WRAP
+chmod +x "$E2E_DIR/bin/llama-server"
+t "llama-server $("$E2E_DIR/bin/llama-server" --version </dev/null 2>&1 | grep -m1 '^version') at $E2E_DIR/bin/llama-server"
 t "done"
