@@ -1515,7 +1515,8 @@ async function focusEditor(page) {
 }
 
 async function instructionsScenario({ page, chat, fake }) {
-	// A trusted workspace with an AGENTS.md: the session uses it, and the status bar says so.
+	// A trusted workspace with an AGENTS.md: the session uses it, and the status bar says so; its
+	// tooltip also names the engine.
 	const agentsMd = path.join(WS, "AGENTS.md");
 	const trust = path.join(RUN, "xdg", "state", "agentd", "trusted-workspaces");
 	fs.writeFileSync(agentsMd, "# Project rules\nUse tabs. Run go test before you answer.\n");
@@ -1530,6 +1531,8 @@ async function instructionsScenario({ page, chat, fake }) {
 		if (!JSON.stringify(reqs).includes("Run go test before you answer")) throw new Error("AGENTS.md did not reach the model");
 		await page.locator('.statusbar-item[id$="agentd.status"]').first().hover();
 		await page.locator(".monaco-hover", { hasText: "Using AGENTS.md" }).first().waitFor({ timeout: 15000 });
+		// The tooltip names the engine and its address (daemon/status).
+		await page.locator(".monaco-hover", { hasText: "Engine: ollama http://127.0.0.1:" }).first().waitFor({ timeout: 15000 });
 		await page.screenshot({ path: path.join(OUT_DIR, "24-instructions-tooltip.png") });
 		await page.mouse.move(600, 400);
 	} finally {
