@@ -4,6 +4,10 @@
 // reaches the page raw (a browser obeys bidi overrides), and the clipboard keeps what it held.
 import * as path from "node:path";
 
+// Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
+// is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
+const E2E_SLOW = Number(process.env.E2E_TIMEOUT_SCALE ?? 3);
+
 const ESC = "\x1b";
 const BEL = "\x07";
 const OSC52 = `${ESC}]52;c;ZXZpbA==${BEL}`;
@@ -37,9 +41,9 @@ export async function escapesScenario({ page, chat, fake }, d) {
 	await newSession(chat);
 	await send(chat, "Please show the escapes");
 	const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "agentd wants to run" });
-	await toast.waitFor({ timeout: 30000 });
+	await toast.waitFor({ timeout: 30000 * E2E_SLOW });
 	const card = chat.locator(".item.tool", { hasText: "curl evil.example" }).last();
-	await card.locator(".actions button", { hasText: "Reject" }).first().waitFor({ timeout: 30000 });
+	await card.locator(".actions button", { hasText: "Reject" }).first().waitFor({ timeout: 30000 * E2E_SLOW });
 	const cardText = await card.evaluate((el) => el.textContent);
 	if (!cardText.includes(SHOWN)) throw new Error(`the command's card does not show the escapes as text: ${JSON.stringify(cardText)}`);
 	const toastText = await toast.evaluate((el) => el.textContent);
@@ -50,7 +54,7 @@ export async function escapesScenario({ page, chat, fake }, d) {
 	const input = page.locator(".quick-input-widget input");
 	await input.waitFor({ state: "visible" });
 	await input.press("Enter");
-	await chat.locator(".item.assistant", { hasText: "Left it" }).waitFor({ timeout: 30000 });
+	await chat.locator(".item.assistant", { hasText: "Left it" }).waitFor({ timeout: 30000 * E2E_SLOW });
 	const tools = toolMessages(await fakeRequests(fake));
 	if (!tools.some((m) => m.includes("rejected"))) throw new Error(`the command was not rejected: ${JSON.stringify(tools)}`);
 	// The whole chat: every escape shown, none raw.

@@ -11,6 +11,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+// Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
+// is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
+const E2E_SLOW = Number(process.env.E2E_TIMEOUT_SCALE ?? 3);
+
 const MARKER = "agentd-mcp-marker";
 // Each run (E2E_REPEAT) proposes a new definition: the extension offers a definition once per window.
 let runs = 0;
@@ -53,9 +57,9 @@ export async function mcpScenario({ page, chat, fake }, h) {
 		// 0. Not trusted yet: nothing is offered, and the command says why nothing can be approved.
 		await newSession(chat);
 		await send(chat, "Please say hello first");
-		await chat.locator(".item.assistant", { hasText: "Hello from the first session." }).waitFor({ timeout: 30000 });
+		await chat.locator(".item.assistant", { hasText: "Hello from the first session." }).waitFor({ timeout: 30000 * E2E_SLOW });
 		await palette(page, "agentd: Approve Workspace MCP Servers…");
-		await page.locator(".notifications-toasts .notification-list-item", { hasText: "this workspace is not trusted" }).first().waitFor({ timeout: 15000 });
+		await page.locator(".notifications-toasts .notification-list-item", { hasText: "this workspace is not trusted" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 		if (await page.locator(".notifications-toasts .notification-list-item", { hasText: "proposes an MCP server" }).count()) {
 			throw new Error("an untrusted workspace's proposal was offered");
 		}
@@ -67,20 +71,20 @@ export async function mcpScenario({ page, chat, fake }, h) {
 		await fakeReset(fake, script(models));
 		await newSession(chat);
 		await send(chat, "Please say hello first");
-		await chat.locator(".item.assistant", { hasText: "Hello from the first session." }).waitFor({ timeout: 30000 });
+		await chat.locator(".item.assistant", { hasText: "Hello from the first session." }).waitFor({ timeout: 30000 * E2E_SLOW });
 		const offer = page.locator(".notifications-toasts .notification-list-item", { hasText: "proposes an MCP server not approved yet: everything" });
-		await offer.waitFor({ timeout: 30000 });
+		await offer.waitFor({ timeout: 30000 * E2E_SLOW });
 		await page.screenshot({ path: path.join(OUT_DIR, "30-mcp-proposal.png") });
 		await offer.locator(".monaco-button", { hasText: "Review…" }).click();
 		const dialog = page.locator(".monaco-dialog-box", { hasText: 'Approve the MCP server "everything"' });
-		await dialog.waitFor({ timeout: 15000 });
+		await dialog.waitFor({ timeout: 15000 * E2E_SLOW });
 		const text = await dialog.innerText();
 		for (const want of ["Proposed in: .agentd/mcp.json", "Command: node", entry, `Environment: GREETING=from the workspace, run ${runs}`, "Network: off", "next session"]) {
 			if (!text.includes(want)) throw new Error(`the approval dialog does not show ${JSON.stringify(want)}:\n${text}`);
 		}
 		await page.screenshot({ path: path.join(OUT_DIR, "31-mcp-proposal-dialog.png") });
 		await dialog.locator(".monaco-button", { hasText: "Approve everything" }).click();
-		await page.locator(".notifications-toasts .notification-list-item", { hasText: "starts in new sessions" }).first().waitFor({ timeout: 15000 });
+		await page.locator(".notifications-toasts .notification-list-item", { hasText: "starts in new sessions" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 		const recorded = await waitFor("the approval in mcp-approvals.json", () => fs.existsSync(approvals) && JSON.parse(fs.readFileSync(approvals, "utf8")), 10000);
 		if (!recorded[fs.realpathSync(WS)]?.everything?.startsWith("sha256:")) throw new Error(`the approval was not recorded for the workspace: ${JSON.stringify(recorded)}`);
 		await palette(page, "Notifications: Clear All Notifications");
@@ -89,29 +93,29 @@ export async function mcpScenario({ page, chat, fake }, h) {
 		await newSession(chat);
 		await send(chat, "Please echo through mcp");
 		const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "agentd wants to call everything › echo" });
-		await toast.waitFor({ timeout: 60000 });
+		await toast.waitFor({ timeout: 60000 * E2E_SLOW });
 		const toastText = await toast.innerText();
 		if (!toastText.includes(`arguments {"message":"${MARKER}"}`)) throw new Error(`the notification does not show the exact arguments: ${toastText}`);
 		const card = chat.locator(".item.tool", { hasText: "everything › echo" }).last();
-		await card.locator(".badge.mcp").waitFor({ timeout: 10000 });
+		await card.locator(".badge.mcp").waitFor({ timeout: 10000 * E2E_SLOW });
 		const args = await card.locator(".mcp-args pre").innerText();
 		if (JSON.stringify(JSON.parse(args)) !== JSON.stringify({ message: MARKER }) || !args.includes("\n")) {
 			throw new Error(`the chat card does not show the exact arguments pretty-printed: ${args}`);
 		}
-		await page.locator(".statusbar-item", { hasText: "1 tool call to review" }).first().waitFor({ timeout: 10000 });
+		await page.locator(".statusbar-item", { hasText: "1 tool call to review" }).first().waitFor({ timeout: 10000 * E2E_SLOW });
 		await themedShots(page, "32-mcp-call-waiting");
 		await toast.locator("a", { hasText: "Allow once" }).click();
-		await toast.waitFor({ state: "detached", timeout: 20000 });
-		await card.locator(".result pre", { hasText: `Echo: ${MARKER}` }).waitFor({ timeout: 30000 });
+		await toast.waitFor({ state: "detached", timeout: 20000 * E2E_SLOW });
+		await card.locator(".result pre", { hasText: `Echo: ${MARKER}` }).waitFor({ timeout: 30000 * E2E_SLOW });
 
 		// The image tool: approved in the chat card, its result shows a placeholder with the size.
 		const imgCard = chat.locator(".item.tool", { hasText: "everything › get-tiny-image" }).last();
 		await imgCard.locator(".actions button", { hasText: "Allow" }).first().click();
 		const ph = imgCard.locator(".result-images .image-ph");
-		await ph.first().waitFor({ timeout: 30000 });
+		await ph.first().waitFor({ timeout: 30000 * E2E_SLOW });
 		const phText = await ph.first().innerText();
 		if (!/^\[image image\/png, \d+(\.\d)? (B|KB)\]$/.test(phText)) throw new Error(`the image placeholder is ${JSON.stringify(phText)}`);
-		await chat.locator(".item.assistant", { hasText: "The echo and the image came back." }).waitFor({ timeout: 30000 });
+		await chat.locator(".item.assistant", { hasText: "The echo and the image came back." }).waitFor({ timeout: 30000 * E2E_SLOW });
 		const toolMsgs = (await fakeRequests(fake)).flatMap((r) => (r.body.messages ?? []).filter((m) => m.role === "tool").map((m) => String(m.content ?? "")));
 		if (!toolMsgs.some((m) => m.includes(`Echo: ${MARKER}`))) throw new Error(`the echo result did not reach the model: ${JSON.stringify(toolMsgs)}`);
 		await themedShots(page, "33-mcp-results");

@@ -6,6 +6,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+// Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
+// is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
+const E2E_SLOW = Number(process.env.E2E_TIMEOUT_SCALE ?? 3);
+
 export async function rewindScenario({ page, chat, fake }, d) {
 	const { WS, models, OUT_DIR, palette, newSession, send, fakeReset, fakeRequests, waitFor } = d;
 	const file = (n) => path.join(WS, n);
@@ -25,22 +29,22 @@ export async function rewindScenario({ page, chat, fake }, d) {
 	// Each write is accepted from its card in the chat.
 	const accept = async (name) => {
 		const card = chat.locator(".item.tool", { hasText: `Write ${name}` }).last();
-		await card.locator("button", { hasText: "Accept all" }).first().click({ timeout: 30000 });
+		await card.locator("button", { hasText: "Accept all" }).first().click({ timeout: 30000 * E2E_SLOW });
 	};
 	await newSession(chat);
 	await send(chat, "Please rewind one");
 	await accept("rewind-a.txt");
-	await chat.locator(".item.assistant", { hasText: "Wrote a." }).waitFor({ timeout: 30000 });
+	await chat.locator(".item.assistant", { hasText: "Wrote a." }).waitFor({ timeout: 30000 * E2E_SLOW });
 	await send(chat, "Please rewind two");
 	await accept("rewind-b.txt");
 	await accept("rewind-c.txt");
-	await chat.locator(".item.assistant", { hasText: "Wrote b and c." }).waitFor({ timeout: 30000 });
+	await chat.locator(".item.assistant", { hasText: "Wrote b and c." }).waitFor({ timeout: 30000 * E2E_SLOW });
 	await waitFor("rewind-c.txt", () => fs.existsSync(file("rewind-c.txt")) || undefined);
 	fs.writeFileSync(file("rewind-c.txt"), "mine\n");
 
 	await palette(page, "agentd: Rewind to Before a Turn");
 	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "Please rewind two" }).first();
-	await row.waitFor({ timeout: 15000 });
+	await row.waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.screenshot({ path: path.join(OUT_DIR, "29-rewind-picker.png") });
 	await row.click();
 	const input = chat.locator("#input");
@@ -52,10 +56,10 @@ export async function rewindScenario({ page, chat, fake }, d) {
 	if (fs.existsSync(file("rewind-b.txt"))) throw new Error("rewind-b.txt, written by the rewound turn, is still there");
 	if (fs.readFileSync(file("rewind-c.txt"), "utf8") !== "mine\n") throw new Error("the user's change to rewind-c.txt was overwritten");
 	if (fs.readFileSync(file("rewind-a.txt"), "utf8") !== "a\n") throw new Error("the first turn's file changed");
-	await page.locator(".notifications-toasts .notification-list-item", { hasText: "rewind-c.txt left as it is" }).first().waitFor({ timeout: 15000 });
+	await page.locator(".notifications-toasts .notification-list-item", { hasText: "rewind-c.txt left as it is" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.screenshot({ path: path.join(OUT_DIR, "30-rewound.png") });
 	await input.press("Enter");
-	await chat.locator(".item.assistant", { hasText: "Again from here." }).waitFor({ timeout: 30000 });
+	await chat.locator(".item.assistant", { hasText: "Again from here." }).waitFor({ timeout: 30000 * E2E_SLOW });
 	const reqs = await fakeRequests(fake);
 	const last = reqs[reqs.length - 1].body.messages;
 	if (!String(last[last.length - 1].content).includes("Please rewind two")) throw new Error("the prompt sent again is not the rewound one");

@@ -47,6 +47,10 @@ import { vsixScenario } from "./vsix.mjs";
 import { contrastScenario, diffFocusScenario, editProposalScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
 import { completionScenario } from "./completion.mjs";
 
+// Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
+// is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
+const E2E_SLOW = Number(process.env.E2E_TIMEOUT_SCALE ?? 3);
+
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
 
@@ -433,7 +437,7 @@ async function palette(page, title) {
 	await input.waitFor({ state: "visible" });
 	await input.fill(`>${title}`);
 	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
-	await row.waitFor({ timeout: 15000 });
+	await row.waitFor({ timeout: 15000 * E2E_SLOW });
 	await row.click();
 }
 
@@ -478,7 +482,7 @@ function readStats() {
 async function waitFor(what, fn, timeoutMs = 20000, everyMs = 100) {
 	const t0 = Date.now();
 	let last;
-	while (Date.now() - t0 < timeoutMs) {
+	while (Date.now() - t0 < timeoutMs * E2E_SLOW) {
 		try {
 			last = await fn();
 			if (last) return last;
@@ -542,13 +546,13 @@ async function themedShots(page, name, fn) {
 		await palette(page, "Preferences: Color Theme");
 		const input = page.locator(".quick-input-widget input");
 		await input.fill(theme);
-		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 15000 });
+		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 		// The first row is "Browse Additional Color Themes…": move down to the theme (it previews).
 		// "Default High Contrast" also lists "Default High Contrast Light".
 		let previewed = false;
 		for (let i = 0; i < 6 && !previewed; i++) {
 			await page.keyboard.press("ArrowDown");
-			previewed = await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 3000 }).then(() => true, () => false);
+			previewed = await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 3000 * E2E_SLOW }).then(() => true, () => false);
 			if (previewed && cls === "hc-black") previewed = (await page.locator(".monaco-workbench.hc-light").count()) === 0;
 		}
 		if (!previewed) throw new Error(`the theme picker did not preview ${theme}`);
@@ -557,8 +561,8 @@ async function themedShots(page, name, fn) {
 			if (name) await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
 		} finally {
 			await page.keyboard.press("Escape");
-			await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 });
-			await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 });
+			await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 * E2E_SLOW });
+			await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 * E2E_SLOW });
 		}
 	}
 }
@@ -573,7 +577,7 @@ async function focusEditorTop(page) {
 	for (;;) {
 		await focusEditor(page);
 		await page.keyboard.press("Control+Home");
-		if (await top.waitFor({ timeout: 2000 }).then(() => true, () => false)) return;
+		if (await top.waitFor({ timeout: 2000 * E2E_SLOW }).then(() => true, () => false)) return;
 		if (Date.now() > deadline) throw new Error("timed out waiting for the cursor on the first line of the active editor");
 	}
 }
@@ -589,7 +593,7 @@ function lensRow(page, text) {
 }
 
 async function editorTab(page, name) {
-	await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: 20000 });
+	await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: 20000 * E2E_SLOW });
 }
 
 /** The tool message agentd sent to the model after the given marker appeared. */
@@ -840,9 +844,9 @@ async function harnessScenario(ctx) {
 				await palette(page, "agentd: Test: Throw an Error");
 				// VS Code reports the failed command in a dialog with the error's message.
 				const dialog = page.locator(".monaco-dialog-box", { hasText: "agentd-e2e-injected-command-error" });
-				await dialog.waitFor({ timeout: 20000 });
+				await dialog.waitFor({ timeout: 20000 * E2E_SLOW });
 				await dialog.locator(".monaco-button", { hasText: "OK" }).click();
-				await dialog.waitFor({ state: "detached", timeout: 10000 });
+				await dialog.waitFor({ state: "detached", timeout: 10000 * E2E_SLOW });
 				await waitFor("the extension host's log of the failed command", () => {
 					collectExtHostLog();
 					return problems.some((p) => p.source.startsWith("extension host log") && p.message.includes("agentd-e2e-injected-command-error"));
@@ -860,7 +864,7 @@ async function harnessScenario(ctx) {
 			fn: async () => {
 				await palette(page, "agentd: Test: Leave a Promise Rejection Unhandled");
 				// Shown once the extension recorded the rejection.
-				await page.locator(".notifications-toasts .notification-list-item", { hasText: "injected an unhandled rejection" }).first().waitFor({ timeout: 20000 });
+				await page.locator(".notifications-toasts .notification-list-item", { hasText: "injected an unhandled rejection" }).first().waitFor({ timeout: 20000 * E2E_SLOW });
 				await waitFor("VS Code's own reports of the rejection (extension host log, workbench console)", () => {
 					collectExtHostLog();
 					const seen = (src) => problems.some((p) => p.source.startsWith(src) && p.message.includes("agentd-e2e-injected-rejection"));
@@ -907,7 +911,7 @@ async function harnessScenario(ctx) {
 		}
 	}
 	await palette(page, "Notifications: Clear All Notifications");
-	await page.locator(".notifications-toasts .notification-list-item").first().waitFor({ state: "detached", timeout: 10000 });
+	await page.locator(".notifications-toasts .notification-list-item").first().waitFor({ state: "detached", timeout: 10000 * E2E_SLOW });
 	if (wrong.length) throw new Error(`the harness does not report injected errors:\n${wrong.join("\n")}`);
 }
 
@@ -916,9 +920,9 @@ async function chatScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please explain the cart in one sentence");
 	// The answer streams: first a partial message, then the finished one with rendered markdown.
-	await chat.locator(".item.assistant.streaming").first().waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant.streaming").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	const done = chat.locator(".item.assistant:not(.streaming)").last();
-	await done.locator("strong", { hasText: "prices" }).waitFor({ timeout: 20000 });
+	await done.locator("strong", { hasText: "prices" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await done.locator(".code pre code", { hasText: "Total(&Cart" }).waitFor();
 	await chat.locator(".item.turnEnd").last().waitFor({ state: "attached" });
 	// Thinking is there, collapsed.
@@ -943,7 +947,7 @@ async function reviewScenario({ page, chat, fake }) {
 	await send(chat, "Please fix the double discount in cart.go");
 	// The file opens by itself (agentd.revealOnReview = background) with the inline review.
 	await editorTab(page, "cart.go");
-	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 });
+	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 * E2E_SLOW });
 	const reviewSeenAt = Date.now();
 	const ghosts = await waitFor("the proposed line as ghost text", async () => {
 		const g = await ghostTexts(page);
@@ -975,7 +979,7 @@ async function reviewScenario({ page, chat, fake }) {
 	// The decorations are gone, and the model was told which hunk was applied and which not.
 	await waitFor("review lenses cleared", async () => (await lens(page, "Accept").count()) === 0);
 	await waitFor("ghost text cleared", async () => !(await ghostTexts(page)).some((c) => c.includes("quantities")));
-	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const tools = toolMessages(await fakeRequests(fake));
 	const editResult = tools.find((m) => /hunk/i.test(m));
 	if (!editResult) throw new Error(`no edit result sent to the model; tool messages: ${JSON.stringify(tools)}`);
@@ -1008,7 +1012,7 @@ async function multilineScenario({ page, chat, fake, data }) {
 	await editorTab(page, "cart.go");
 	// The 13-line proposal is real lines below its hunk, readable without hovering, highlighted.
 	const block = thread(page, "Farewell says goodbye");
-	await block.waitFor({ timeout: 30000 });
+	await block.waitFor({ timeout: 30000 * E2E_SLOW });
 	const text = await block.innerText();
 	for (const l of FAREWELL.filter(Boolean)) if (!text.includes(l.trim())) throw new Error(`the proposal's line is not shown: ${l}\n${text}`);
 	const focusInChat = await chat.locator("#input").evaluate((el) => document.activeElement === el);
@@ -1030,13 +1034,13 @@ async function multilineScenario({ page, chat, fake, data }) {
 
 	// Accept the block from its thread; it stays shown, marked accepted, with Undo.
 	await block.locator(".comment-body a", { hasText: "Accept" }).first().click();
-	await thread(page, "Farewell says goodbye").locator(".comment-body", { hasText: "Accepted" }).waitFor({ timeout: 10000 });
+	await thread(page, "Farewell says goodbye").locator(".comment-body", { hasText: "Accepted" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
 	await themedShots(page, "20-review-one-accepted");
 	// Undo with the key, in the editor.
 	await focusEditor(page);
 	await page.keyboard.press("Control+Alt+u");
-	await page.locator(".statusbar-item", { hasText: "2 hunks to review" }).waitFor({ timeout: 10000 });
+	await page.locator(".statusbar-item", { hasText: "2 hunks to review" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	await thread(page, "Farewell says goodbye").locator(".comment-body a", { hasText: "Accept" }).first().click();
 	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
 	// Reject the rest with a reason: the accepted hunk is applied, the other is not, the model reads why.
@@ -1046,7 +1050,7 @@ async function multilineScenario({ page, chat, fake, data }) {
 	const rejectRest = lens(page, "Reject the rest with reason…");
 	for (let tries = 0; ; tries++) {
 		await focusEditorTop(page);
-		if (await rejectRest.click({ timeout: 3000 }).then(() => true, () => false)) break;
+		if (await rejectRest.click({ timeout: 3000 * E2E_SLOW }).then(() => true, () => false)) break;
 		if (tries >= 5) throw new Error("the file's lens 'Reject the rest with reason…' never became clickable at the top of cart.go");
 	}
 	const input = page.locator(".quick-input-widget input");
@@ -1057,7 +1061,7 @@ async function multilineScenario({ page, chat, fake, data }) {
 		const t = fs.readFileSync(path.join(WS, "cart.go"), "utf8");
 		return t.includes("// farewell-line-12") && !t.includes("items, not quantities");
 	}, 20000);
-	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const tools = toolMessages(await fakeRequests(fake));
 	const result = tools.find((m) => /hunk/i.test(m)) ?? "";
 	if (!result.includes(REASON) || !/1 of 2/.test(result)) throw new Error(`the model was not told that 1 of 2 hunks was applied, and why not the other: ${JSON.stringify(tools)}`);
@@ -1073,25 +1077,25 @@ async function diffReviewScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please fix the double discount in cart.go");
 	await editorTab(page, "cart.go");
-	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 });
+	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 * E2E_SLOW });
 	await page.locator(".codelens-decoration a").filter({ hasText: /^\s*Diff\s*$/ }).first().click();
 	const diff = page.locator(".editor-group-container.active .monaco-diff-editor").first();
-	await diff.waitFor({ timeout: 20000 });
+	await diff.waitFor({ timeout: 20000 * E2E_SLOW });
 	const modified = diff.locator(".editor.modified");
 	const original = diff.locator(".editor.original");
-	await modified.locator(".codelens-decoration a", { hasText: "Accept hunk 1/2" }).waitFor({ timeout: 20000 });
-	await original.locator(".view-line", { hasText: "total -= c.Discount" }).first().waitFor({ timeout: 20000 });
+	await modified.locator(".codelens-decoration a", { hasText: "Accept hunk 1/2" }).waitFor({ timeout: 20000 * E2E_SLOW });
+	await original.locator(".view-line", { hasText: "total -= c.Discount" }).first().waitFor({ timeout: 20000 * E2E_SLOW });
 	const struck = await original.evaluate((el) => [...el.querySelectorAll(".view-line span span")].some((sp) => getComputedStyle(sp).textDecorationLine.includes("line-through")));
 	if (struck) throw new Error("the diff's left (read-only) side carries agentd's review decorations");
 	const leftLenses = await original.locator(".codelens-decoration").count();
 	if (leftLenses) throw new Error(`the diff's left side has ${leftLenses} agentd lens(es)`);
 	await themedShots(page, "22-review-diff");
 	await modified.locator(".codelens-decoration a", { hasText: "Accept hunk 1/2" }).click();
-	await modified.locator(".codelens-decoration", { hasText: "Accepted — waiting for 1 more hunk" }).waitFor({ timeout: 10000 });
+	await modified.locator(".codelens-decoration", { hasText: "Accepted — waiting for 1 more hunk" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	await modified.locator(".codelens-decoration a").filter({ hasText: /^\s*Reject Ctrl\+Alt\+N\s*$/ }).first().click();
 	await waitFor("cart.go on disk with exactly the accepted hunk (decided in the diff)", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART_ACCEPTED, 20000);
 	await waitFor("the review's diff closed once settled", async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0);
-	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 }
 
@@ -1109,16 +1113,16 @@ async function changesScenario({ page, chat, fake }) {
 	// The view is open before the turn: it refreshes by itself when the turn ends.
 	await palette(page, "agentd: Show a Turn's Changes");
 	const pane = changesPane(page);
-	await pane.locator(".monaco-list-row", { hasText: /No session yet|No turn has changed files/ }).waitFor({ timeout: 20000 });
+	await pane.locator(".monaco-list-row", { hasText: /No session yet|No turn has changed files/ }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await send(chat, "Please fix the double discount in cart.go");
-	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 * E2E_SLOW });
 	await lens(page, "Accept all").first().click();
 	await waitFor("cart.go written with both hunks", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8").includes("items, not quantities"), 20000);
-	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const turnRow = pane.locator(".monaco-list-row[aria-level='1']", { hasText: "fix the double discount" });
-	await turnRow.waitFor({ timeout: 20000 });
+	await turnRow.waitFor({ timeout: 20000 * E2E_SLOW });
 	const fileRow = pane.locator(".monaco-list-row[aria-level='2']", { hasText: "cart.go" });
-	await fileRow.waitFor({ timeout: 20000 });
+	await fileRow.waitFor({ timeout: 20000 * E2E_SLOW });
 	if (!/modified/.test(await fileRow.innerText())) throw new Error(`the file row does not say modified: ${await fileRow.innerText()}`);
 	// Opening the file shows its diff against the turn's checkpoint: the pre-image on the left.
 	await fileRow.click();
@@ -1130,23 +1134,23 @@ async function changesScenario({ page, chat, fake }) {
 	const twistie = fileRow.locator(".monaco-tl-twistie.collapsible.collapsed");
 	if (await twistie.count()) await twistie.click();
 	const hunkRow = pane.locator(".monaco-list-row", { hasText: "hunk 2/2" });
-	await hunkRow.waitFor({ timeout: 10000 });
+	await hunkRow.waitFor({ timeout: 10000 * E2E_SLOW });
 	await hunkRow.hover();
 	await hunkRow.locator(".action-label[aria-label^='Undo This Hunk']").click();
 	await waitFor("cart.go without the undone hunk, with the other", () => {
 		const t = fs.readFileSync(path.join(WS, "cart.go"), "utf8");
 		return !t.includes("items, not quantities") && t === CART_ACCEPTED;
 	}, 20000);
-	await page.locator(".notifications-toasts .notification-list-item", { hasText: "restored cart.go" }).first().waitFor({ timeout: 10000 });
+	await page.locator(".notifications-toasts .notification-list-item", { hasText: "restored cart.go" }).first().waitFor({ timeout: 10000 * E2E_SLOW });
 	// Then the rest of the file.
 	const fileRow2 = pane.locator(".monaco-list-row[aria-level='2']", { hasText: "cart.go" }).first();
-	await fileRow2.waitFor({ timeout: 20000 });
+	await fileRow2.waitFor({ timeout: 20000 * E2E_SLOW });
 	await fileRow2.hover();
 	await fileRow2.locator(".action-label[aria-label^=\"Undo This File\"]").click();
 	await waitFor("cart.go restored to its pre-image", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === CART, 20000);
 	// Every change of the turn is undone: the chat no longer offers "Revert this turn" (it failed).
 	const end = chat.locator(".item.turnEnd").last();
-	await end.locator(".reverted", { hasText: "Undone from the Changes view" }).waitFor({ timeout: 10000 });
+	await end.locator(".reverted", { hasText: "Undone from the Changes view" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	if (await end.locator("button", { hasText: "Revert this turn" }).count()) throw new Error("the chat still offers to revert a turn undone from the Changes view");
 	await palette(page, "Notifications: Clear All Notifications");
 	await palette(page, "View: Close All Editors");
@@ -1157,26 +1161,26 @@ async function approvalsScenario({ page, chat, fake, data }) {
 	await newSession(chat);
 	await send(chat, "Please touch two files");
 	const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "touch approval-one.txt" });
-	await toast.waitFor({ timeout: 30000 });
+	await toast.waitFor({ timeout: 30000 * E2E_SLOW });
 	// While the approval waits, the turn says so (status bar and chat), not "Thinking…".
-	await page.locator(".statusbar-item", { hasText: "waiting for your review" }).first().waitFor({ timeout: 10000 });
-	await chat.locator("#activity", { hasText: "waiting for your review" }).waitFor({ timeout: 10000 });
+	await page.locator(".statusbar-item", { hasText: "waiting for your review" }).first().waitFor({ timeout: 10000 * E2E_SLOW });
+	await chat.locator("#activity", { hasText: "waiting for your review" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	await themedShots(page, "21-command-waiting");
 	// Approved in the chat card: the notification closes (no stale buttons).
 	await chat.locator(".item.tool .actions button", { hasText: "Run" }).first().click();
-	await toast.waitFor({ state: "detached", timeout: 20000 });
+	await toast.waitFor({ state: "detached", timeout: 20000 * E2E_SLOW });
 	await waitFor("approval-one.txt created", () => fs.existsSync(path.join(WS, "approval-one.txt")), 20000);
 	// The second one is approved with the key (the workbench has the focus, not the chat input).
 	const toast2 = page.locator(".notifications-toasts .notification-list-item", { hasText: "touch approval-two.txt" });
-	await toast2.waitFor({ timeout: 30000 });
+	await toast2.waitFor({ timeout: 30000 * E2E_SLOW });
 	if (!(await toast2.innerText()).includes("Ctrl+Alt+Enter")) throw new Error("the notification does not show the approval key");
 	await openFile(page, "notes.md");
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+Alt+Enter");
-	await toast2.waitFor({ state: "detached", timeout: 20000 });
+	await toast2.waitFor({ state: "detached", timeout: 20000 * E2E_SLOW });
 	await waitFor("approval-two.txt created", () => fs.existsSync(path.join(WS, "approval-two.txt")), 20000);
-	await chat.locator(".item.assistant", { hasText: "Touched both" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Touched both" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await waitFor("no agentd notification left", async () => (await page.locator(".notifications-toasts .notification-list-item", { hasText: "agentd wants" }).count()) === 0);
 	for (const f of ["approval-one.txt", "approval-two.txt"]) fs.rmSync(path.join(WS, f), { force: true });
 }
@@ -1188,22 +1192,22 @@ async function keyboardScenario({ page, chat, fake }) {
 	await fakeReset(fake, scripts.queue);
 	await newSession(chat);
 	await send(chat, "Please touch both files");
-	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 * E2E_SLOW });
 	const first = await waitFor("the first review in the stats", () => readStats()?.pending?.find((p) => p.path), 10000);
 	const other = first.path === "cart.go" ? "greet.go" : "cart.go";
 	const changed = { "cart.go": "// Cart keeps", "greet.go": "// Greet warmly" };
 	// Decide the first file with the keyboard in its editor.
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+Alt+y");
 	await waitFor(`${first.path} on disk with the accepted change`, () => fs.readFileSync(path.join(WS, first.path), "utf8").includes(changed[first.path]), 20000);
 	// The next file's review opens with the focus in its editor: the key works at once.
-	await page.locator(".tabs-container .tab.active", { hasText: other }).waitFor({ timeout: 20000 });
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
-	await lens(page, "Accept all").first().waitFor({ timeout: 20000 });
+	await page.locator(".tabs-container .tab.active", { hasText: other }).waitFor({ timeout: 20000 * E2E_SLOW });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
+	await lens(page, "Accept all").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+Alt+y");
 	await waitFor(`${other} on disk with the accepted change`, () => fs.readFileSync(path.join(WS, other), "utf8").includes(changed[other]), 20000);
-	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
 }
@@ -1216,14 +1220,14 @@ async function rejectReasonScenario({ page, chat, fake }) {
 	await editorTab(page, "greet.go");
 	// The file's lens (each hunk has its own "Reject with reason… Ctrl+Alt+R").
 	const fileLens = lens(page, "Reject with reason…").filter({ hasNotText: "Ctrl+Alt+R" });
-	await fileLens.waitFor({ timeout: 30000 });
+	await fileLens.waitFor({ timeout: 30000 * E2E_SLOW });
 	await fileLens.click();
 	const input = page.locator(".quick-input-widget input");
 	await input.waitFor({ state: "visible" });
 	await input.fill(REASON);
 	await page.screenshot({ path: path.join(OUT_DIR, "06-reject-with-reason.png") });
 	await input.press("Enter");
-	await chat.locator(".item.assistant", { hasText: "keep the greeting formal" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "keep the greeting formal" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	if (fs.readFileSync(path.join(WS, "greet.go"), "utf8") !== GREET) throw new Error("greet.go changed after reject");
 	const tools = toolMessages(await fakeRequests(fake));
 	if (!tools.some((m) => m.includes(REASON))) throw new Error(`the reason did not reach the model: ${JSON.stringify(tools)}`);
@@ -1235,17 +1239,17 @@ async function commandScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please run the marker command");
 	const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "agentd wants to run" });
-	await toast.waitFor({ timeout: 30000 });
+	await toast.waitFor({ timeout: 30000 * E2E_SLOW });
 	const text = await toast.innerText();
 	if (!text.includes("echo agentd-e2e-marker")) throw new Error(`the notification does not show the exact command: ${text}`);
 	// The chat's tool card shows the same approval.
 	await chat.locator(".item.tool .actions button", { hasText: "Run" }).first().waitFor();
 	await page.screenshot({ path: path.join(OUT_DIR, "07-command-approval.png") });
 	await toast.locator("a", { hasText: "Run once" }).click();
-	await toast.waitFor({ state: "detached", timeout: 20000 });
+	await toast.waitFor({ state: "detached", timeout: 20000 * E2E_SLOW });
 	const card = chat.locator(".item.tool", { hasText: "agentd-e2e-marker" }).last();
-	await card.locator("pre", { hasText: "agentd-e2e-marker-42" }).first().waitFor({ timeout: 30000 });
-	await chat.locator(".item.assistant", { hasText: "printed the marker" }).waitFor({ timeout: 20000 });
+	await card.locator("pre", { hasText: "agentd-e2e-marker-42" }).first().waitFor({ timeout: 30000 * E2E_SLOW });
+	await chat.locator(".item.assistant", { hasText: "printed the marker" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const tools = toolMessages(await fakeRequests(fake));
 	if (!tools.some((m) => m.includes("agentd-e2e-marker-42"))) throw new Error(`the output did not reach the model: ${JSON.stringify(tools)}`);
 	await page.screenshot({ path: path.join(OUT_DIR, "08-command-output.png") });
@@ -1260,38 +1264,38 @@ async function grantScenario({ page, chat, fake }) {
 	await chat.locator(".item.tool .actions button", { hasText: "Allow for session" }).first().click();
 	await page.locator(".quick-input-list .monaco-list-row", { hasText: "all bash calls" }).first().click();
 	const confirm = page.locator(".monaco-dialog-box", { hasText: "Allow every bash call" });
-	await confirm.waitFor({ timeout: 15000 });
+	await confirm.waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.keyboard.press("Escape");
-	await confirm.waitFor({ state: "hidden", timeout: 10000 });
+	await confirm.waitFor({ state: "hidden", timeout: 10000 * E2E_SLOW });
 	if (fs.existsSync(path.join(WS, "count-one.txt"))) throw new Error("the command ran although the whole-tool grant was not confirmed");
 	await chat.locator(".item.tool .actions button", { hasText: "Allow for session" }).first().click();
 	// Narrowest first: this exact command, then `touch` (which also covers the next command).
 	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "`touch`" }).first();
-	await row.waitFor({ timeout: 15000 });
+	await row.waitFor({ timeout: 15000 * E2E_SLOW });
 	await row.click();
 	// The second command is covered by the grant: it runs without asking.
-	await chat.locator(".item.assistant", { hasText: "Counted twice" }).waitFor({ timeout: 30000 });
+	await chat.locator(".item.assistant", { hasText: "Counted twice" }).waitFor({ timeout: 30000 * E2E_SLOW });
 	await waitFor("the second command ran without asking", () => fs.existsSync(path.join(WS, "count-two.txt")), 10000);
 	fs.rmSync(path.join(WS, "count-one.txt"), { force: true });
 	fs.rmSync(path.join(WS, "count-two.txt"), { force: true });
 	// The grant is listed, and can be revoked.
 	await palette(page, "agentd: Session Permissions…");
 	const g = page.locator(".quick-input-list .monaco-list-row").first();
-	await g.waitFor({ timeout: 15000 });
+	await g.waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.screenshot({ path: path.join(OUT_DIR, "18-session-permissions.png") });
 	await g.click();
-	await chat.locator(".item.notice", { hasText: "Revoked" }).waitFor({ timeout: 15000 });
+	await chat.locator(".item.notice", { hasText: "Revoked" }).waitFor({ timeout: 15000 * E2E_SLOW });
 }
 
 async function stopScenario({ page, chat, fake }) {
 	await fakeReset(fake, scripts.stop);
 	await newSession(chat);
 	await send(chat, "Please write a long essay");
-	await chat.locator(".item.assistant.streaming", { hasText: "long essay" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant.streaming", { hasText: "long essay" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await chat.locator("#stop").waitFor({ state: "visible" });
-	await page.locator(".statusbar-item", { hasText: "writing" }).first().waitFor({ timeout: 10000 });
+	await page.locator(".statusbar-item", { hasText: "writing" }).first().waitFor({ timeout: 10000 * E2E_SLOW });
 	await chat.locator("#stop").click();
-	await chat.locator(".item.turnEnd .reason", { hasText: "Stopped" }).waitFor({ timeout: 15000 });
+	await chat.locator(".item.turnEnd .reason", { hasText: "Stopped" }).waitFor({ timeout: 15000 * E2E_SLOW });
 	await chat.locator("#stop").waitFor({ state: "hidden" });
 	await chat.locator(".item.assistant.streaming").waitFor({ state: "detached" }).catch(() => undefined);
 	if ((await chat.locator(".item.assistant.streaming").count()) !== 0) throw new Error("the message still streams after stop");
@@ -1314,7 +1318,7 @@ async function contextScenario({ page, chat, fake }) {
 	await palette(page, "agentd: Ask about Selection");
 	await chat.locator("#chips .chip", { hasText: "greet.go:4-6" }).waitFor();
 	await send(chat, "What does this do?");
-	await chat.locator(".item.assistant", { hasText: "greets the customer" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "greets the customer" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const reqs = await fakeRequests(fake);
 	const body = JSON.stringify(reqs.at(-1)?.body.messages ?? []);
 	if (!body.includes("Good morning")) throw new Error(`the selection did not reach the model: ${body.slice(0, 2000)}`);
@@ -1327,7 +1331,7 @@ async function mentionsScenario({ page, chat, fake }) {
 	await newSession(chat);
 	// No editor open: cart.go can reach the model only through the mention.
 	await palette(page, "View: Close All Editors");
-	await chat.locator("#chips .chip.toggle").waitFor({ state: "detached", timeout: 10000 });
+	await chat.locator("#chips .chip.toggle").waitFor({ state: "detached", timeout: 10000 * E2E_SLOW });
 	const input = chat.locator("#input");
 	const list = chat.locator("#mentions");
 	// The list in each theme (the picker takes the focus, so the theme is applied first).
@@ -1337,34 +1341,34 @@ async function mentionsScenario({ page, chat, fake }) {
 		await q.fill(theme);
 		// The row of that name: "Default High Contrast" also lists "Default High Contrast Light".
 		await page.locator(".quick-input-list .monaco-list-row", { hasText: new RegExp(`${theme}(?! Light)`) }).first().click();
-		await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 20000 });
+		await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 20000 * E2E_SLOW });
 		await input.click();
 		await input.fill("");
 		await input.pressSequentially("look at @");
-		await list.locator(".mention", { hasText: "open" }).first().waitFor({ timeout: 10000 });
+		await list.locator(".mention", { hasText: "open" }).first().waitFor({ timeout: 10000 * E2E_SLOW });
 		await page.screenshot({ path: path.join(OUT_DIR, `11-mentions-${short}.png`) });
 		await input.press("Escape");
-		await list.waitFor({ state: "hidden", timeout: 5000 });
+		await list.waitFor({ state: "hidden", timeout: 5000 * E2E_SLOW });
 		await input.fill("");
 	}
 	await input.click();
 	await input.pressSequentially("what is in @car");
-	await list.locator(".mention.sel", { hasText: "cart.go" }).waitFor({ timeout: 10000 });
+	await list.locator(".mention.sel", { hasText: "cart.go" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	const rows = await list.locator(".mention").allTextContents();
 	if (rows.length < 1 || !rows[0].includes("cart.go")) throw new Error(`the @car list: ${JSON.stringify(rows)}`);
 	// Keyboard: down and back up, then Enter picks (and does not send).
 	if (rows.length > 1) {
 		await input.press("ArrowDown");
-		await list.locator(".mention.sel", { hasText: rows[1].trim() }).waitFor({ timeout: 5000 });
+		await list.locator(".mention.sel", { hasText: rows[1].trim() }).waitFor({ timeout: 5000 * E2E_SLOW });
 		await input.press("ArrowUp");
-		await list.locator(".mention.sel", { hasText: "cart.go" }).waitFor({ timeout: 5000 });
+		await list.locator(".mention.sel", { hasText: "cart.go" }).waitFor({ timeout: 5000 * E2E_SLOW });
 	}
 	await input.press("Enter");
-	await list.waitFor({ state: "hidden", timeout: 5000 });
+	await list.waitFor({ state: "hidden", timeout: 5000 * E2E_SLOW });
 	const value = await input.inputValue();
 	if (value !== "what is in @cart.go ") throw new Error(`the pick inserted ${JSON.stringify(value)}`);
 	await input.press("Enter");
-	await chat.locator(".item.assistant", { hasText: "The cart and its total" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "The cart and its total" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const reqs = await fakeRequests(fake);
 	const body = JSON.stringify(reqs.at(-1)?.body.messages ?? []);
 	const marker = CART.split("\n").find((l) => l.includes("func "));
@@ -1411,16 +1415,16 @@ async function queueScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please touch both files");
 	// The first review opens; the status bar and the Pending Reviews view show what waits.
-	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 * E2E_SLOW });
 	await page.locator(".statusbar-item", { hasText: "to review" }).first().waitFor();
 	await palette(page, "agentd: Focus on Pending Reviews View");
-	await page.locator(".pane-body .monaco-list-row", { hasText: "cart.go" }).first().waitFor({ timeout: 15000 });
+	await page.locator(".pane-body .monaco-list-row", { hasText: "cart.go" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 	// One reply's two files are up for review at once, before either is decided (issue 25).
 	await waitFor("both files pending at once", () => {
 		const p = readStats()?.pending ?? [];
 		return p.some((x) => x.path === "cart.go") && p.some((x) => x.path === "greet.go");
 	}, 20000);
-	await page.locator(".pane-body .monaco-list-row", { hasText: "greet.go" }).first().waitFor({ timeout: 15000 });
+	await page.locator(".pane-body .monaco-list-row", { hasText: "greet.go" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.screenshot({ path: path.join(OUT_DIR, "17-review-queue.png") });
 	// Accept whatever is shown until both files are done: the next one opens by itself. Each step
 	// waits until the review it accepted is gone (stats), its file is written and its lens is
@@ -1441,7 +1445,7 @@ async function queueScenario({ page, chat, fake }) {
 		done.add(file);
 	}
 	await waitFor("both files changed", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8").includes("// Cart keeps") && fs.readFileSync(path.join(WS, "greet.go"), "utf8").includes("// Greet warmly"), 30000);
-	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await waitFor("the review count gone", async () => (await page.locator(".statusbar-item", { hasText: "to review" }).count()) === 0);
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
@@ -1455,15 +1459,15 @@ async function resumeScenario({ page, chat }) {
 	// The list is virtualized and other scenarios' sessions come first: filter it.
 	await page.locator(".quick-input-widget input").fill("explain the cart");
 	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "Please explain the cart" }).first();
-	await row.waitFor({ timeout: 15000 });
+	await row.waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.screenshot({ path: path.join(OUT_DIR, "16-session-picker.png") });
 	await row.click();
-	await chat.locator(".item.user", { hasText: "explain the cart" }).waitFor({ timeout: 15000 });
+	await chat.locator(".item.user", { hasText: "explain the cart" }).waitFor({ timeout: 15000 * E2E_SLOW });
 	await chat.locator(".item.assistant strong", { hasText: "prices" }).waitFor();
 	await chat.locator("#session-title", { hasText: "Please explain the cart" }).waitFor();
 	// The model picker lists Ollama's models (model/list).
 	await chat.locator("#model").click();
-	await page.locator(".quick-input-list .monaco-list-row", { hasText: MODEL }).first().waitFor({ timeout: 15000 });
+	await page.locator(".quick-input-list .monaco-list-row", { hasText: MODEL }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 	await page.keyboard.press("Escape");
 }
 
@@ -1472,7 +1476,7 @@ async function failureScenario({ page, chat, fake }) {
 	await newSession(chat);
 	await send(chat, "Please use the missing model");
 	const err = chat.locator(".item.error").last();
-	await err.waitFor({ timeout: 20000 });
+	await err.waitFor({ timeout: 20000 * E2E_SLOW });
 	const text = await err.innerText();
 	if (!text.includes("not found") || !/ollama pull/.test(text)) throw new Error(`the error card lacks the message or the fix: ${text}`);
 	await page.locator(".notifications-toasts .notification-list-item", { hasText: "ollama pull" }).first().waitFor();
@@ -1509,7 +1513,7 @@ async function focusEditor(page) {
 	const deadline = Date.now() + 20000;
 	for (;;) {
 		await page.keyboard.press("Control+1");
-		if (await focused.waitFor({ timeout: 2000 }).then(() => true, () => false)) return;
+		if (await focused.waitFor({ timeout: 2000 * E2E_SLOW }).then(() => true, () => false)) return;
 		if (Date.now() > deadline) throw new Error("timed out waiting for the active editor to have the focus (Ctrl+1 pressed every 2 s for 20 s)");
 	}
 }
@@ -1526,13 +1530,13 @@ async function instructionsScenario({ page, chat, fake }) {
 		await fakeReset(fake, scripts.grant);
 		await newSession(chat);
 		await send(chat, "hello there");
-		await chat.locator(".item.assistant", { hasText: "Nothing is scripted" }).waitFor({ timeout: 30000 });
+		await chat.locator(".item.assistant", { hasText: "Nothing is scripted" }).waitFor({ timeout: 30000 * E2E_SLOW });
 		const reqs = await fakeRequests(fake);
 		if (!JSON.stringify(reqs).includes("Run go test before you answer")) throw new Error("AGENTS.md did not reach the model");
 		await page.locator('.statusbar-item[id$="agentd.status"]').first().hover();
-		await page.locator(".monaco-hover", { hasText: "Using AGENTS.md" }).first().waitFor({ timeout: 15000 });
+		await page.locator(".monaco-hover", { hasText: "Using AGENTS.md" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 		// The tooltip names the engine and its address (daemon/status).
-		await page.locator(".monaco-hover", { hasText: "Engine: ollama http://127.0.0.1:" }).first().waitFor({ timeout: 15000 });
+		await page.locator(".monaco-hover", { hasText: "Engine: ollama http://127.0.0.1:" }).first().waitFor({ timeout: 15000 * E2E_SLOW });
 		await page.screenshot({ path: path.join(OUT_DIR, "24-instructions-tooltip.png") });
 		await page.mouse.move(600, 400);
 	} finally {
@@ -1550,12 +1554,12 @@ async function dirtyBufferScenario({ page, chat, fake }) {
 	await fakeReset(fake, scripts.dirty);
 	await newSession(chat);
 	await send(chat, "Please say good day instead");
-	await lens(page, "Accept all").waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").waitFor({ timeout: 30000 * E2E_SLOW });
 	// Accept with the keyboard: Ctrl+Alt+Y accepts the hunk at the cursor (or the next one).
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+Alt+y");
-	await chat.locator(".item.assistant", { hasText: "Changed the greeting" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Changed the greeting" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	// The accepted change went into the buffer on top of the unsaved text; the disk is untouched.
 	await waitFor("buffer with both the draft and the change", async () => {
 		const t = await editorText(page);
@@ -1568,7 +1572,7 @@ async function dirtyBufferScenario({ page, chat, fake }) {
 	// One Ctrl+Z takes the whole accepted change back, and only it. The key goes to the focused
 	// widget: wait until the editor has focus (under load the click takes effect late).
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+z");
 	// editorText reads the rendered lines: bring the top of the file back into view.
 	await page.keyboard.press("Control+Home");
@@ -1586,7 +1590,7 @@ async function ollamaDownScenario({ page, chat, ctx }) {
 	ctx.stopFake();
 	await palette(page, "agentd: Restart Daemon Connection");
 	const banner = chat.locator("#conn.bad");
-	await banner.waitFor({ timeout: 30000 });
+	await banner.waitFor({ timeout: 30000 * E2E_SLOW });
 	const text = await banner.innerText();
 	say("ollama banner:", JSON.stringify(text));
 	if (!/ollama/i.test(text)) throw new Error(`the banner does not name Ollama: ${text}`);
@@ -1599,17 +1603,17 @@ async function missingBinaryScenario({ page, chat, ctx }) {
 	await palette(page, "Preferences: Open Remote Settings (JSON)");
 	await editorTab(page, "settings.json");
 	await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+a");
 	await page.keyboard.insertText(JSON.stringify({ "agentd.path": "/nonexistent/agentd" }, null, 1));
 	await page.keyboard.press("Control+s");
 	const toast = page.locator(".notifications-toasts .notification-list-item", { hasText: "apply after a reconnect" });
-	await toast.waitFor({ timeout: 30000 });
+	await toast.waitFor({ timeout: 30000 * E2E_SLOW });
 	await toast.locator(".monaco-button", { hasText: "Reconnect" }).click();
 	const banner = chat.locator("#conn.bad");
 	// (whether code-server has re-read the machine settings yet or not, the message names the
 	// missing binary: the new path, or agentd on PATH.)
-	await banner.locator(".err-msg", { hasText: "agentd was not found" }).waitFor({ timeout: 20000 });
+	await banner.locator(".err-msg", { hasText: "agentd was not found" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await banner.locator("button", { hasText: "Settings" }).waitFor();
 	await page.locator(".statusbar-item", { hasText: "agentd" }).first().waitFor();
 	await page.screenshot({ path: path.join(OUT_DIR, "15-binary-missing.png") });
@@ -1661,7 +1665,7 @@ async function benchScenario({ page, chat, fake }) {
 	await page.context().browser().startTracing(page, { path: traceFile, categories: ["devtools.timeline", "disabled-by-default-devtools.timeline", "toplevel"] });
 	const t0 = Date.now();
 	await send(chat, "Please stream ten thousand tokens");
-	await chat.locator(".item.assistant:not(.streaming)", { hasText: "word9999" }).waitFor({ timeout: 240000 });
+	await chat.locator(".item.assistant:not(.streaming)", { hasText: "word9999" }).waitFor({ timeout: 240000 * E2E_SLOW });
 	const streamMs = Date.now() - t0;
 	await page.context().browser().stopTracing();
 	bench.stream10kTokensTrace = traceSummary(traceFile);
@@ -1782,11 +1786,11 @@ async function main() {
 	watchBrowser(page);
 	const tLoad = Date.now();
 	// A loaded machine (CI shares it) can take more than the default 30 s to serve the workbench.
-	await page.goto(`http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`, { timeout: 120000 });
-	await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+	await page.goto(`http://127.0.0.1:${PORT}/?folder=${encodeURIComponent(WS)}`, { waitUntil: "commit", timeout: 120000 * E2E_SLOW });
+	await page.locator(".monaco-workbench").waitFor({ timeout: 60000 * E2E_SLOW });
 	bench.pageLoadToWorkbenchMs = Date.now() - tLoad;
 	// Ready when the extension is active and connected: its status bar item shows the model.
-	await page.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 60000 });
+	await page.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 60000 * E2E_SLOW });
 	bench.pageLoadToConnectedMs = Date.now() - tLoad;
 	const st = await waitFor("stats file", () => readStats(), 10000);
 	bench.activationMs = st.activationMs;
@@ -1797,7 +1801,7 @@ async function main() {
 
 	await palette(page, "agentd: Open Chat");
 	const chat = chatFrame(page);
-	await chat.locator("#input").waitFor({ timeout: 30000 });
+	await chat.locator("#input").waitFor({ timeout: 30000 * E2E_SLOW });
 	const ctx = { page, chat, fake, data };
 	ctx.ctx = ctx;
 	ctx.stopFake = () => {

@@ -8,6 +8,10 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+// Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
+// is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
+const E2E_SLOW = Number(process.env.E2E_TIMEOUT_SCALE ?? 3);
+
 /** Our processes whose executable is `exe` (by /proc: pid → exe). */
 function processesOf(exe) {
 	const out = [];
@@ -78,15 +82,15 @@ export async function vsixScenario({ page, fake }, d) {
 		await waitFor("the second code-server's /healthz", async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok, 30000);
 		const p = await context.newPage();
 		watchBrowser(p);
-		await p.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
-		await p.locator(".monaco-workbench").waitFor({ timeout: 60000 });
-		await p.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 60000 });
+		await p.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`, { waitUntil: "commit", timeout: 120000 });
+		await p.locator(".monaco-workbench").waitFor({ timeout: 60000 * E2E_SLOW });
+		await p.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 60000 * E2E_SLOW });
 		await palette(p, "agentd: Open Chat");
 		const chat = chatFrame(p);
-		await chat.locator("#input").waitFor({ timeout: 30000 });
+		await chat.locator("#input").waitFor({ timeout: 30000 * E2E_SLOW });
 		await fakeReset(fake, script);
 		await send(chat, "Please explain the cart in one sentence");
-		await chat.locator(".item.assistant:not(.streaming) strong", { hasText: "prices" }).waitFor({ timeout: 30000 });
+		await chat.locator(".item.assistant:not(.streaming) strong", { hasText: "prices" }).waitFor({ timeout: 30000 * E2E_SLOW });
 		// (the fake's log starts empty at its reset)
 		if (!JSON.stringify((await fakeRequests(fake)) ?? []).includes("explain the cart")) throw new Error("the turn did not reach the fake Ollama");
 		const daemons = processesOf(bundled);

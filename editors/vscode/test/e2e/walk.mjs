@@ -14,6 +14,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
+// Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
+// is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
+const E2E_SLOW = Number(process.env.E2E_TIMEOUT_SCALE ?? 3);
+
 /**
  * Every piece of text of the proposal surfaces on screen, with its colour, its rendered background
  * and their contrast ratio (WCAG 2). Backgrounds are composited from the editor's background, the
@@ -169,23 +173,23 @@ export async function diffFocusScenario({ page, chat, fake }, h) {
 	await fakeReset(fake, scripts.queue);
 	await newSession(chat);
 	await send(chat, "Please touch both files");
-	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 * E2E_SLOW });
 	const first = await waitFor("the first review in the stats", () => readStats()?.pending?.find((p) => p.path), 10000);
 	const other = first.path === "cart.go" ? "greet.go" : "cart.go";
 	const changed = { "cart.go": "// Cart keeps", "greet.go": "// Greet warmly" };
 	// The first file in its Diff view, decided there with the keyboard.
 	await page.locator(".codelens-decoration a").filter({ hasText: /^\s*Diff\s*$/ }).first().click();
 	const diff = page.locator(".editor-group-container.active .monaco-diff-editor").first();
-	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Accept all" }).waitFor({ timeout: 20000 });
+	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Accept all" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await diff.locator(".editor.modified .view-lines").first().click();
-	await diff.locator(".editor.modified .monaco-editor.focused, .editor.modified.focused").first().waitFor({ timeout: 20000 }).catch(async () => {
-		await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 10000 });
+	await diff.locator(".editor.modified .monaco-editor.focused, .editor.modified.focused").first().waitFor({ timeout: 20000 * E2E_SLOW }).catch(async () => {
+		await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 10000 * E2E_SLOW });
 	});
 	await page.keyboard.press("Control+Alt+Shift+y");
 	await waitFor(`${first.path} on disk with the accepted change`, () => fs.readFileSync(path.join(WS, first.path), "utf8").includes(changed[first.path]), 20000);
 	// The next file's review opens with the focus in its editor, without Ctrl+1.
-	await page.locator(".tabs-container .tab.active", { hasText: other }).waitFor({ timeout: 20000 });
-	await lens(page, "Accept all").first().waitFor({ timeout: 20000 });
+	await page.locator(".tabs-container .tab.active", { hasText: other }).waitFor({ timeout: 20000 * E2E_SLOW });
+	await lens(page, "Accept all").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await waitFor(`the focus in ${other}'s editor (not on the page body)`, () =>
 		page.evaluate((name) => {
 			const ed = document.activeElement?.closest(".monaco-editor");
@@ -193,7 +197,7 @@ export async function diffFocusScenario({ page, chat, fake }, h) {
 		}, other), 20000);
 	await page.keyboard.press("Control+Alt+y");
 	await waitFor(`${other} on disk with the accepted change (the key worked at once)`, () => fs.readFileSync(path.join(WS, other), "utf8").includes(changed[other]), 20000);
-	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Both files are updated" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
 }
@@ -206,7 +210,7 @@ export async function contrastScenario({ page, chat, fake }, h) {
 	await newSession(chat);
 	await send(chat, "Please add a farewell function");
 	await editorTab(page, "cart.go");
-	await page.locator(".review-widget", { hasText: "Farewell says goodbye" }).waitFor({ timeout: 30000 });
+	await page.locator(".review-widget", { hasText: "Farewell says goodbye" }).waitFor({ timeout: 30000 * E2E_SLOW });
 	const all = [];
 	const low = [];
 	// agentd draws these (their colours are its choice); the lenses and the diff editor's own
@@ -230,12 +234,12 @@ export async function contrastScenario({ page, chat, fake }, h) {
 	await waitFor("the one-line proposal's ghost text on screen", async () => (await measure(page)).some((m) => m.surface === "ghost text"));
 	await themedShots(page, "31-contrast-inline-end", (t) => check("inline, end of file", t, ["ghost text", "lens"]));
 	await page.keyboard.press("Control+Home");
-	await page.locator(".review-widget .comment-body", { hasText: "Farewell says goodbye" }).waitFor({ timeout: 10000 });
+	await page.locator(".review-widget .comment-body", { hasText: "Farewell says goodbye" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	await themedShots(page, "32-contrast-inline-block", (t) => check("inline, the block", t, ["proposal block", "lens"]));
 	// The Diff view: its proposed side, and its lenses on their hunks.
 	await lens(page, "Diff").first().click();
 	const diff = page.locator(".editor-group-container.active .monaco-diff-editor").first();
-	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Accept hunk 1/2" }).waitFor({ timeout: 20000 });
+	await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Accept hunk 1/2" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const placement = [];
 	await themedShots(page, "33-contrast-diff", async (t) => {
 		await check("diff view", t, ["diff (proposed side)", "lens"]);
@@ -248,17 +252,17 @@ export async function contrastScenario({ page, chat, fake }, h) {
 	const diffClosed = async () => (await page.locator(".tabs-container .tab", { hasText: "proposed by agentd" }).count()) === 0;
 	for (let i = 0; !(await diffClosed()); i++) {
 		if (i === 5) throw new Error("the diff's review was not settled by its Reject all lens");
-		await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Reject all" }).first().click({ timeout: 5000 }).catch(() => undefined);
+		await diff.locator(".editor.modified .codelens-decoration a", { hasText: "Reject all" }).first().click({ timeout: 5000 * E2E_SLOW }).catch(() => undefined);
 		await waitFor("the review's diff closed once settled", diffClosed, 5000).catch(() => undefined);
 	}
-	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Added Farewell" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	await fakeReset(fake, newFileScript(scripts.multiline.models));
 	await send(chat, "Please create the farewell file");
 	await editorTab(page, "farewell.go");
-	await lens(page, "Accept all").first().waitFor({ timeout: 30000 });
+	await lens(page, "Accept all").first().waitFor({ timeout: 30000 * E2E_SLOW });
 	await themedShots(page, "35-contrast-new-file", (t) => check("new file", t, ["new file"]));
 	await lens(page, "Reject all").first().click();
-	await chat.locator(".item.assistant", { hasText: "Left it out" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "Left it out" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	if (fs.existsSync(path.join(WS, "farewell.go"))) throw new Error("farewell.go was written although rejected");
 	fs.writeFileSync(path.join(OUT_DIR, "contrast.json"), JSON.stringify({ measured: all, lensPlacement: placement }, null, 1));
 	const lowest = (f) => Math.min(...all.filter(f).map((m) => m.ratio));
@@ -296,19 +300,19 @@ export async function modelMissingScenario({ page, chat, fake }, h) {
 	await fakeReset(fake, { models: [{ name: "llama3.2:3b", capabilities: ["completion", "tools"], contextLength: 8192 }], turns: [] });
 	await palette(page, "agentd: Restart Daemon Connection");
 	const banner = chat.locator("#conn.bad");
-	await banner.locator(".err-msg", { hasText: `ollama pull ${MODEL}` }).waitFor({ timeout: 30000 });
+	await banner.locator(".err-msg", { hasText: `ollama pull ${MODEL}` }).waitFor({ timeout: 30000 * E2E_SLOW });
 	const text = await banner.innerText();
 	say("model banner:", JSON.stringify(text));
 	if (!text.includes("llama3.2:3b")) throw new Error(`the banner does not name the models Ollama has: ${text}`);
 	if (!text.includes(`${MODEL} is not pulled`)) throw new Error(`the banner does not say the model is not pulled: ${text}`);
 	const item = page.locator(".statusbar-item", { hasText: "not pulled" }).first();
-	await item.waitFor({ timeout: 10000 });
+	await item.waitFor({ timeout: 10000 * E2E_SLOW });
 	await themedShots(page, "34-model-not-pulled");
 	// Pulled meanwhile: "Check again" clears it.
 	await fakeReset(fake, scripts.chat);
 	await banner.locator("button", { hasText: "Check again" }).click();
 	await waitFor("the model warning gone after Check again", async () => (await chat.locator("#conn.bad").count()) === 0 && (await page.locator(".statusbar-item", { hasText: "not pulled" }).count()) === 0, 30000);
-	await page.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 30000 });
+	await page.locator(".statusbar-item", { hasText: MODEL }).first().waitFor({ timeout: 30000 * E2E_SLOW });
 }
 
 export async function historyScenario({ chat, fake }, h) {
@@ -317,7 +321,7 @@ export async function historyScenario({ chat, fake }, h) {
 	await newSession(chat);
 	for (const p of ["first prompt of the history", "second prompt of the history"]) {
 		await send(chat, p);
-		await chat.locator(".item.turnEnd").nth((await chat.locator(".item.user").count()) - 1).waitFor({ state: "attached", timeout: 20000 });
+		await chat.locator(".item.turnEnd").nth((await chat.locator(".item.user").count()) - 1).waitFor({ state: "attached", timeout: 20000 * E2E_SLOW });
 	}
 	const input = chat.locator("#input");
 	await input.click();
@@ -349,14 +353,14 @@ export async function editProposalScenario({ page, chat, fake }, h) {
 	await newSession(chat);
 	await send(chat, "Please fix the double discount in cart.go");
 	await editorTab(page, "cart.go");
-	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 });
+	await lens(page, "Accept hunk 1/2").waitFor({ timeout: 30000 * E2E_SLOW });
 	await lens(page, "Edit proposal").first().click();
 	// The proposed file, editable, in its own tab.
 	const ed = page.locator(".editor-group-container.active .monaco-editor").first();
-	await ed.locator(".view-line", { hasText: "items, not quantities" }).waitFor({ timeout: 20000 });
+	await ed.locator(".view-line", { hasText: "items, not quantities" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const proposed = CART.replace("\ttotal -= c.Discount\n\ttotal -= c.Discount\n", "\ttotal -= c.Discount\n").replace("\treturn len(c.Prices)\n", "\treturn len(c.Prices) // items, not quantities\n");
 	await ed.locator(".view-lines").click();
-	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 });
+	await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: 20000 * E2E_SLOW });
 	await page.keyboard.press("Control+End");
 	await page.keyboard.type("\n// Edited by the user before accepting.\n");
 	await themedShots(page, "36-edit-proposal");
@@ -364,7 +368,7 @@ export async function editProposalScenario({ page, chat, fake }, h) {
 	await page.keyboard.press("Control+s");
 	const users = proposed + "\n// Edited by the user before accepting.\n";
 	await waitFor("cart.go on disk with the user's version", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8") === users, 30000);
-	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 });
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	const tools = toolMessages(await fakeRequests(fake));
 	const result = tools.find((m) => m.includes("with the user's version"));
 	if (!result) throw new Error(`the model was not told the user changed the proposal: ${JSON.stringify(tools)}`);
