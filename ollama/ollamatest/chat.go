@@ -13,18 +13,8 @@ import (
 )
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		writeError(w, http.StatusBadRequest, "missing request body")
-		return
-	}
-	var req api.ChatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	body, req, ok := readRequest[api.ChatRequest](w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
@@ -370,4 +360,22 @@ func (s *Server) sleep(r *http.Request, d time.Duration) bool {
 	case <-s.closing:
 		return false
 	}
+}
+
+// readRequest reads a request body as T, answering 400 (as Ollama does) when it is missing or not T.
+func readRequest[T any](w http.ResponseWriter, r *http.Request) (body []byte, req T, ok bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return nil, req, false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		writeError(w, http.StatusBadRequest, "missing request body")
+		return nil, req, false
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return nil, req, false
+	}
+	return body, req, true
 }

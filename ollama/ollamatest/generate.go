@@ -1,11 +1,9 @@
 package ollamatest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -118,18 +116,8 @@ func (s *Server) genNotifyLocked() {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		writeError(w, http.StatusBadRequest, "missing request body")
-		return
-	}
-	var req api.GenerateRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	body, req, ok := readRequest[api.GenerateRequest](w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
