@@ -954,7 +954,7 @@ export class ReviewManager implements vscode.Disposable {
 		// Decided in its own editor: the next file's review opens with the focus (keys keep working).
 		// Its diff's proposed side counts as its editor.
 		const ed = vscode.window.activeTextEditor;
-		const own = ed && (sameUri(ed.document.uri, this.displayUri(e)) || ((ed.document.uri.scheme === PROPOSED_SCHEME || ed.document.uri.scheme === ORIGINAL_SCHEME) && reviewOf(ed.document.uri) === e.params.reviewId));
+		const own = e.uri && ed && (sameUri(ed.document.uri, this.displayUri(e)) || ((ed.document.uri.scheme === PROPOSED_SCHEME || ed.document.uri.scheme === ORIGINAL_SCHEME) && reviewOf(ed.document.uri) === e.params.reviewId));
 		if (fromEditor && e.uri && own) this.followFocus = e.params.reviewId;
 		this.lensEmitter.fire();
 		this.syncThreads();
