@@ -17,7 +17,18 @@ type Sink func(Event)
 // TurnStart opens a turn (one user prompt and everything the agent does for it).
 type TurnStart struct {
 	TurnID string
+	// Prompt is what the model reads: the user's words and the editor context appended to them.
 	Prompt string
+	// Typed is the user's own words when Prompt has editor context appended; else empty.
+	Typed string
+}
+
+// Words is what the user wrote: the prompt without the editor context agentd appended.
+func (e TurnStart) Words() string {
+	if e.Typed != "" {
+		return e.Typed
+	}
+	return e.Prompt
 }
 
 // MessageStart opens an assistant message (one model call).

@@ -38,6 +38,9 @@ type Entry struct {
 	// Message is set for EntryMessage; Prompt for EntryTurnStart.
 	Message *Message `json:"message,omitzero"`
 	Prompt  string   `json:"prompt,omitzero"`
+	// Typed is the user's own words of an EntryTurnStart whose Prompt has editor context
+	// appended (the active file, a selection, mentions); empty when Prompt is all the user wrote.
+	Typed string `json:"typed,omitzero"`
 	// Reason is set for EntryTurnEnd; Error carries the failure of an "error" end.
 	Reason string `json:"reason,omitzero"`
 	Error  string `json:"error,omitzero"`
@@ -83,7 +86,18 @@ type Replayed struct {
 type ReplayedTurn struct {
 	ID     string
 	Prompt string
+	// Typed is the user's own words when Prompt has editor context appended (Entry.Typed).
+	Typed  string
 	Reason string
+}
+
+// Words is what the user wrote for the turn: the prompt without the editor context agentd
+// appended to it.
+func (t ReplayedTurn) Words() string {
+	if t.Typed != "" {
+		return t.Typed
+	}
+	return t.Prompt
 }
 
 // Replay rebuilds a session from its entries, in order. Unknown entry types are skipped, so a
@@ -105,7 +119,7 @@ func Replay(entries []Entry) Replayed {
 		case EntryMode:
 			r.Mode = e.Mode
 		case EntryTurnStart:
-			r.Turns = append(r.Turns, ReplayedTurn{ID: e.TurnID, Prompt: e.Prompt})
+			r.Turns = append(r.Turns, ReplayedTurn{ID: e.TurnID, Prompt: e.Prompt, Typed: e.Typed})
 		case EntryTurnEnd:
 			for i := len(r.Turns) - 1; i >= 0; i-- {
 				if r.Turns[i].ID == e.TurnID {

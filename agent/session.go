@@ -114,6 +114,8 @@ type Session struct {
 type turnRequest struct {
 	id     string
 	prompt string
+	// context is editor context appended to the prompt for the model (PromptWithContext).
+	context string
 }
 
 // NewSession starts a session's goroutine.
@@ -183,14 +185,29 @@ func (s *Session) Prompt(text string) (string, error) {
 	if s.running != "" {
 		return "", ErrTurnRunning
 	}
-	return s.startLocked(text), nil
+	return s.startLocked(text, ""), nil
 }
 
-func (s *Session) startLocked(text string) string {
+// PromptWithContext starts a turn with the user's text and editor context (the active file, a
+// selection, mentions) appended for the model; the turn's prompt as the user wrote it — shown in
+// the session list, given back by a rewind — is text alone.
+func (s *Session) PromptWithContext(text, context string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	if s.running != "" {
+		return "", ErrTurnRunning
+	}
+	return s.startLocked(text, context), nil
+}
+
+func (s *Session) startLocked(text, context string) string {
 	s.turnSeq++
 	id := "t" + strconv.Itoa(s.turnSeq)
 	s.running = id
-	s.turns <- turnRequest{id: id, prompt: text}
+	s.turns <- turnRequest{id: id, prompt: text, context: context}
 	return id
 }
 
@@ -203,7 +220,7 @@ func (s *Session) Steer(text string) (string, error) {
 		return "", ErrClosed
 	}
 	if s.running == "" {
-		return s.startLocked(text), nil
+		return s.startLocked(text, ""), nil
 	}
 	s.queue = append(s.queue, text)
 	select {
@@ -285,14 +302,18 @@ func (s *Session) runTurn(req turnRequest) {
 	}
 	defer cancel()
 
-	s.journal(Entry{Type: EntryTurnStart, TurnID: req.id, Prompt: req.prompt})
-	s.kernel.Emit(TurnStart{TurnID: req.id, Prompt: req.prompt})
+	prompt, typed := req.prompt, ""
+	if req.context != "" {
+		prompt, typed = req.prompt+req.context, req.prompt
+	}
+	s.journal(Entry{Type: EntryTurnStart, TurnID: req.id, Prompt: prompt, Typed: typed})
+	s.kernel.Emit(TurnStart{TurnID: req.id, Prompt: prompt, Typed: typed})
 	if s.cfg.TurnNote != nil {
 		if note := s.cfg.TurnNote(); note != "" {
 			s.appendMessage(req.id, Message{Role: RoleUser, Content: note, Note: true})
 		}
 	}
-	s.appendMessage(req.id, Message{Role: RoleUser, Content: req.prompt})
+	s.appendMessage(req.id, Message{Role: RoleUser, Content: prompt})
 
 	reason, err := s.steps(ctx, req.id)
 	if err == nil && ctx.Err() != nil {
@@ -314,7 +335,7 @@ func (s *Session) runTurn(req turnRequest) {
 	pending := s.queue
 	s.queue = nil
 	if len(pending) > 0 && !s.closed {
-		s.startLocked(strings.Join(pending, "\n\n"))
+		s.startLocked(strings.Join(pending, "\n\n"), "")
 	}
 	s.mu.Unlock()
 	s.kernel.Emit(TurnEnd{TurnID: req.id, Reason: reason, Err: err})

@@ -178,6 +178,36 @@ func (h *harness) waitEnd() TurnEnd {
 	}
 }
 
+// A prompt with editor context: the model reads the user's words and the context; the turn, its
+// journal entry and a replay keep the user's words apart (the session list, a rewind).
+func TestPromptWithContextKeepsTheUsersWords(t *testing.T) {
+	h := newHarness(t, nil)
+	h.model.add(say("Seen."))
+	if _, err := h.s.PromptWithContext("fix it", "\n\nThe user is looking at a.go.\n"); err != nil {
+		t.Fatal(err)
+	}
+	if end := h.waitEnd(); end.Reason != "done" {
+		t.Fatal(end)
+	}
+	msgs := h.model.reqs()[0].Messages
+	if got := msgs[len(msgs)-1].Content; !strings.HasSuffix(got, "fix it\n\nThe user is looking at a.go.\n") {
+		t.Errorf("the model read %q, want the words and the context", got)
+	}
+	var start TurnStart
+	for _, e := range h.rec.all() {
+		if ts, ok := e.(TurnStart); ok {
+			start = ts
+		}
+	}
+	if start.Words() != "fix it" || !strings.HasSuffix(start.Prompt, "a.go.\n") {
+		t.Errorf("turn start = %+v: want the user's words apart from the prompt", start)
+	}
+	r := Replay(h.journal.all())
+	if len(r.Turns) != 1 || r.Turns[0].Words() != "fix it" {
+		t.Errorf("replayed turns = %+v, want the user's words", r.Turns)
+	}
+}
+
 func TestTextOnlyTurn(t *testing.T) {
 	h := newHarness(t, nil)
 	h.model.add(say("Hello there."))

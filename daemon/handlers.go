@@ -165,12 +165,12 @@ func (c *client) sessionPrompt(ctx context.Context, params []byte) (any, error) 
 	if strings.TrimSpace(p.Text) == "" {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "the prompt is empty")
 	}
-	text, err := withContext(ctx, p.Text, p.Context, ls.h.Workspace(), c.srv.overlay)
+	editor, err := editorContext(ctx, p.Context, ls.h.Workspace(), c.srv.overlay)
 	if err != nil {
 		return nil, err
 	}
 	// After an undo (turn/undo), the turn starts with a note of its own (harness turnNote).
-	id, err := ls.h.Prompt(ctx, text)
+	id, err := ls.h.PromptWithContext(ctx, p.Text, editor)
 	if errors.Is(err, agent.ErrTurnRunning) {
 		return nil, rpc.Errorf(rpc.CodeTurnRunning, "a turn is already running in this session: use session/steer or session/cancel")
 	}

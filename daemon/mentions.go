@@ -22,14 +22,16 @@ const (
 	folderDepth   = 3
 )
 
-// withContext appends editor context to a prompt: a selection, the active file, and the mentions
+// editorContext is the editor context appended to a prompt for the model: a selection, the active file, and the mentions
 // the user typed (files the daemon reads through the session's file view — the editor's buffer
 // when open, confined to the workspace, sensitive files withheld —, folders it lists, symbols
 // whose text the editor sent). An item of an unknown kind is an invalid-params error; a mention
 // that cannot be read is told to the model as such, never read around.
-func withContext(ctx context.Context, text string, items []rpc.ContextItem, root string, overlay fsafe.Overlay) (string, error) {
+// The prompt's own text stays apart (agent.Session.PromptWithContext), so the turn keeps the
+// user's words for the session list and a rewind.
+func editorContext(ctx context.Context, items []rpc.ContextItem, root string, overlay fsafe.Overlay) (string, error) {
 	if len(items) == 0 {
-		return text, nil
+		return "", nil
 	}
 	var ws *fsafe.Workspace
 	for _, it := range items {
@@ -48,7 +50,6 @@ func withContext(ctx context.Context, text string, items []rpc.ContextItem, root
 		}
 	}
 	var b strings.Builder
-	b.WriteString(text)
 	for _, it := range items {
 		b.WriteString("\n\n")
 		switch it.Kind {

@@ -140,13 +140,13 @@ func TestUnknownContextKindIsRefused(t *testing.T) {
 	}
 }
 
-// TestWithContextCaps: a symbol's text over the cap is cut with a note, text holding a fence
+// TestEditorContextCaps: a symbol's text over the cap is cut with a note, text holding a fence
 // cannot close the block, and the selection and active-file items read as before.
-func TestWithContextCaps(t *testing.T) {
+func TestEditorContextCaps(t *testing.T) {
 	root := t.TempDir()
 	long := strings.Repeat("x := 1 // 0123456789012345678901234567890123456789\n", 1000)
 	rng := protocol.Range{Start: protocol.Position{Line: 9}, End: protocol.Position{Line: 1009}}
-	got, err := withContext(context.Background(), "q", []rpc.ContextItem{
+	got, err := editorContext(context.Background(), []rpc.ContextItem{
 		{Kind: rpc.ContextSymbol, URI: fileURI(filepath.Join(root, "m.go")), Range: &rng, Text: long, Name: "main", SymbolKind: "function"},
 		{URI: fileURI(filepath.Join(root, "s.md")), Range: &rng, Text: "a\n```\nb"},
 		{URI: fileURI(filepath.Join(root, "m.go"))},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/harness"
@@ -33,7 +34,11 @@ func TestRewindAndForkFromTheEditor(t *testing.T) {
 	s := ed.newSession()
 	ed.prompt(s, "write one")
 	ended(s, "t1")
-	ed.prompt(s, "write two and three")
+	// The second prompt goes with the editor's context (the active file): the model reads it,
+	// but the rewind gives back what the user wrote.
+	var pr rpc.SessionPromptResult
+	ed.mustCall(rpc.MethodSessionPrompt, rpc.SessionPromptParams{SessionID: s, Text: "write two and three",
+		Context: []rpc.ContextItem{{URI: fileURI(filepath.Join(env.ws, "one.txt"))}}}, &pr)
 	ended(s, "t2")
 	if err := os.WriteFile(filepath.Join(env.ws, "three.txt"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -42,7 +47,10 @@ func TestRewindAndForkFromTheEditor(t *testing.T) {
 	var rw rpc.SessionRewindResult
 	ed.mustCall(rpc.MethodSessionRewind, rpc.SessionRewindParams{SessionID: s, TurnID: "t2"}, &rw)
 	if rw.Session.SessionID == s || rw.Session.Turns != 1 || rw.Prompt != "write two and three" {
-		t.Fatalf("rewind = %+v: want a new session of one turn and the second prompt", rw)
+		t.Fatalf("rewind = %+v: want a new session of one turn and the second prompt as the user wrote it, without the editor context", rw)
+	}
+	if last, ok := env.ollama.LastChat(); !ok || !strings.Contains(string(last.Body), "The user is looking at one.txt.") {
+		t.Errorf("the model did not read the editor context of the second prompt")
 	}
 	if len(rw.Restored) != 1 || rw.Restored[0] != "two.txt" || len(rw.Skipped) != 1 || rw.Skipped[0].Path != "three.txt" {
 		t.Errorf("restored %v, skipped %+v: want two.txt restored and three.txt listed", rw.Restored, rw.Skipped)

@@ -44,7 +44,7 @@ func (s *Session) Rewind(turnID string) (RewindResult, error) {
 	if !ok {
 		return RewindResult{}, fmt.Errorf("%w %q: turn IDs are t1, t2, …", ErrUnknownTurn, turnID)
 	}
-	prompt, found := s.fullPrompt(turnID)
+	prompt, found := s.promptWords(turnID)
 	if !found {
 		return RewindResult{}, fmt.Errorf("%w %q: the session has no such turn", ErrUnknownTurn, turnID)
 	}
@@ -81,8 +81,8 @@ func (s *Session) Rewind(turnID string) (RewindResult, error) {
 	return res, nil
 }
 
-// fullPrompt is the prompt of a turn of this session, replayed or live.
-func (s *Session) fullPrompt(turnID string) (string, bool) {
+// promptWords is the prompt of a turn of this session as the user wrote it, replayed or live.
+func (s *Session) promptWords(turnID string) (string, bool) {
 	s.turnMu.Lock()
 	p, ok := s.prompts[turnID]
 	s.turnMu.Unlock()
@@ -91,7 +91,7 @@ func (s *Session) fullPrompt(turnID string) (string, bool) {
 	}
 	for _, t := range s.Replayed.Turns {
 		if t.ID == turnID {
-			return t.Prompt, true
+			return t.Words(), true
 		}
 	}
 	return "", false

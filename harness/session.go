@@ -157,6 +157,16 @@ func (s *Session) Prompt(ctx context.Context, text string) (string, error) {
 	return loop.Prompt(text)
 }
 
+// PromptWithContext starts a turn with the user's text and editor context appended for the model
+// (agent.Session.PromptWithContext).
+func (s *Session) PromptWithContext(ctx context.Context, text, context string) (string, error) {
+	loop, err := s.start(ctx)
+	if err != nil {
+		return "", err
+	}
+	return loop.PromptWithContext(text, context)
+}
+
 // Steer sends the user's text to the running turn (or starts one).
 func (s *Session) Steer(ctx context.Context, text string) (string, error) {
 	loop, err := s.start(ctx)

@@ -65,7 +65,7 @@ func (h *Harness) observeTurn(e agent.Event) {
 		if h.prompts == nil {
 			h.prompts = map[string]string{}
 		}
-		h.prompts[ts.TurnID] = ts.Prompt
+		h.prompts[ts.TurnID] = ts.Words()
 		h.turnMu.Unlock()
 	}
 }
@@ -77,7 +77,7 @@ func (h *Harness) promptOf(turnID string) string {
 	if !ok {
 		for _, t := range h.Replayed.Turns {
 			if t.ID == turnID {
-				p = t.Prompt
+				p = t.Words()
 			}
 		}
 	}

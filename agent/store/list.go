@@ -52,7 +52,11 @@ func (s *Summary) fold(e agent.Entry) {
 		s.Mode = e.Mode
 	case agent.EntryTurnStart:
 		s.Turns++
-		s.LastPrompt = clip(e.Prompt, 200, maxPromptBytes)
+		p := e.Prompt
+		if e.Typed != "" {
+			p = e.Typed // the user's words, without the editor context appended for the model
+		}
+		s.LastPrompt = clip(p, 200, maxPromptBytes)
 	}
 }
 
