@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/ollama/ollamatest"
 )
@@ -86,6 +88,70 @@ func TestTwoProcessesOnOneWorkspace(t *testing.T) {
 		}
 		if !told {
 			t.Errorf("agentd %c did not tell its model the hook was not applied", 'A'+i)
+		}
+	}
+}
+
+// agentd killed while a command runs: what the command wrote stays in its layer, never reaches
+// the workspace, and the next agentd discards the layer (its owner is gone) instead of adopting it.
+func TestKilledDuringACommandAppliesNothing(t *testing.T) {
+	e := newRunEnv(t)
+	// The command writes, then waits for its end, which never comes: agentd is killed first.
+	c, _ := json.Marshal(map[string]string{"command": "printf a > killed.txt && h=.hus && h=${h}ky && mkdir -p $h && printf x > $h/pre-commit && exec sleep 600", "description": "write and wait"})
+	e.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("bash", string(c))), ollamatest.Text("never read"))
+	cmd := exec.Command(agentdBin, "run", "--approval", "yolo", "write")
+	cmd.Dir, cmd.Env = e.ws, e.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The command's write shows in its layer's upper directory: the command is running.
+	state := filepath.Join(e.home, "state")
+	upper := func() string {
+		var found string
+		filepath.WalkDir(state, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == "killed.txt" && strings.Contains(p, string(filepath.Separator)+"upper"+string(filepath.Separator)) {
+				found = p
+			}
+			return nil
+		})
+		return found
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for upper() == "" {
+		select {
+		case err := <-exited:
+			t.Fatalf("agentd ended before its command wrote: %v\n%s", err, &out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the command's write never showed in a layer\n%s", &out)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	for _, name := range []string{"killed.txt", ".husky"} {
+		if _, err := os.Lstat(filepath.Join(e.ws, name)); err == nil {
+			t.Errorf("%s reached the workspace from a killed agentd's command", name)
+		}
+	}
+	// The next agentd discards the dead layer and applies nothing of it.
+	e.ollama.Enqueue(ollamatest.Text("Fresh start."))
+	next := exec.Command(agentdBin, "run", "--approval", "yolo", "hello")
+	next.Dir, next.Env = e.ws, e.env()
+	if o, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("the next run: %v\n%s", err, o)
+	}
+	if p := upper(); p != "" {
+		t.Errorf("the dead command's layer was kept: %s", p)
+	}
+	for _, name := range []string{"killed.txt", ".husky"} {
+		if _, err := os.Lstat(filepath.Join(e.ws, name)); err == nil {
+			t.Errorf("%s reached the workspace after the next start adopted the dead layer", name)
 		}
 	}
 }
