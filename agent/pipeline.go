@@ -364,7 +364,6 @@ func joinText(a, b string) string {
 	return a + b
 }
 
-
 // startEnd emits a Start/End pair for a call that exits before Start would normally be sent.
 func (k *Kernel) startEnd(call *tools.Call, start time.Time, e exit) tools.Result {
 	k.emit.send(ToolStart{CallID: call.ID, Tool: call.Name, Label: call.Name, Args: call.Raw})
