@@ -431,7 +431,8 @@ func TestBashProposesHeldChangesForReview(t *testing.T) {
 				t.Errorf("the question is not the hook's file change: %+v %+v", q.Call, q.Preview)
 			}
 			if perm.Access != tools.AccessWrite || !perm.Protected || !slices.Equal(perm.Paths, []string{hook}) ||
-				!strings.Contains(perm.Reason, "the command `mkdir -p .husky") || !strings.Contains(perm.Reason, "hook") {
+				!strings.Contains(perm.Reason, "the command `mkdir -p .husky") || !strings.Contains(perm.Reason, "hook") ||
+				!strings.Contains(perm.Reason, "it is created executable (-rwxr-xr-x)") {
 				t.Errorf("the permission does not make the policy ask in every mode: %+v", perm)
 			}
 			if !strings.HasPrefix(q.Label, "from the command `mkdir -p .husky") || !strings.HasSuffix(q.Label, ": .husky/pre-commit") {

@@ -120,8 +120,8 @@ func Apply(ctx context.Context, fsys *fsafe.FS, cmd *sandbox.Cmd) (ChangeSet, er
 		}
 		apply = append(apply, ch)
 	}
-	// A created directory that was held only for what it holds is made by accepting a file in
-	// it: the file's proposal speaks for it.
+	// A held created directory with a proposed file below it is made by accepting that file:
+	// the file's proposal speaks for it.
 	out.Held = slices.DeleteFunc(out.Held, func(h CommandChange) bool {
 		return h.Type == sandbox.TypeDir && h.Kind == string(sandbox.Created) &&
 			slices.ContainsFunc(out.Proposed, func(p CommandChange) bool { return strings.HasPrefix(p.Path, h.Path+"/") })
@@ -197,6 +197,15 @@ func (a *changeApplier) propose(ctx context.Context, e *env, out *ChangeSet, ch 
 		// The directory it is in was held for its own reason: say that one.
 		if r := a.pathVerdict(ch, ch.Path, false); r != "" {
 			reason = r
+		}
+	}
+	// The diff does not show permission bits: the reason does.
+	switch {
+	case !t.Exists && ch.Mode.Perm()&0o111 != 0:
+		reason += fmt.Sprintf("; it is created executable (%v)", ch.Mode.Perm())
+	case t.Exists:
+		if fi, err := os.Lstat(t.Path.Abs()); err == nil && ch.Mode.Perm() != 0 && fi.Mode().Perm() != ch.Mode.Perm() {
+			reason += fmt.Sprintf("; the command also changed its permissions to %v, which accepting does not apply", ch.Mode.Perm())
 		}
 	}
 	c := e.commandChange(ch, reason)
