@@ -356,8 +356,19 @@ func TestBashProposesHeldChangesForReview(t *testing.T) {
 		decide  func(req agent.GateRequest) (agent.GateDecision, error)
 		noGate  bool
 		written bool
+		content string // what is written, when not the command's version
 		told    string
 	}{
+		{name: "the user's version", written: true, content: "#!/bin/sh\necho mine\n",
+			told: "accepted by the user, who edited it first: the user's version was written",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				mine := "#!/bin/sh\necho mine\n"
+				return agent.GateDecision{Allow: true, Approval: &tools.Approval{Content: &mine}}, nil
+			}},
+		{name: "no hunk accepted", told: "the user accepted it, but it was NOT applied: the user accepted none of its hunks",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				return agent.GateDecision{Allow: true, Approval: &tools.Approval{Hunks: []string{}}}, nil
+			}},
 		{name: "accept", written: true, told: "Review of the created .husky/pre-commit: accepted by the user and written]",
 			decide: func(agent.GateRequest) (agent.GateDecision, error) { return agent.GateDecision{Allow: true}, nil }},
 		{name: "reject", told: "Review of the created .husky/pre-commit: NOT applied: the user rejected it (not my hook)",
@@ -402,8 +413,11 @@ func TestBashProposesHeldChangesForReview(t *testing.T) {
 			if got := err == nil; got != tc.written {
 				t.Fatalf("the hook written: %v, want %v\n%s", got, tc.written, r.Text())
 			}
+			if tc.content == "" {
+				tc.content = "#!/bin/sh\nnpm test\n"
+			}
 			if tc.written {
-				if f.content(".husky/pre-commit") != "#!/bin/sh\nnpm test\n" || fi.Mode().Perm()&0o100 == 0 {
+				if f.content(".husky/pre-commit") != tc.content || fi.Mode().Perm()&0o100 == 0 {
 					t.Errorf("the hook = %q, mode %v", f.content(".husky/pre-commit"), fi.Mode())
 				}
 				if !slices.Contains(rec.before, hook) || !slices.Contains(rec.after, hook) {
