@@ -62,8 +62,12 @@ type proposal struct {
 	diff   *preview.Diff
 }
 
-// MaxProposals is the most changes of one change set offered for review; the rest are held.
-const MaxProposals = 16
+// MaxProposals is the most changes of one change set offered for review, and MaxProposalBytes
+// the most content they hold together (in memory until they are decided); the rest are held.
+const (
+	MaxProposals     = 16
+	MaxProposalBytes = 16 << 20
+)
 
 // changeApplier decides and applies one change set. Everything it looks at on disk is the
 // workspace as it is (the layer's lower layer): nothing of the change set is applied before
@@ -179,6 +183,13 @@ func (a *changeApplier) propose(ctx context.Context, e *env, out *ChangeSet, ch 
 	if ch.Type != sandbox.TypeFile || (ch.Kind != sandbox.Created && ch.Kind != sandbox.Modified) ||
 		ch.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 || ch.Source == "" || len(out.proposals) >= MaxProposals ||
 		ch.Size > e.fs.Limits().WriteBytes {
+		return false
+	}
+	held := 0
+	for _, p := range out.proposals {
+		held += len(p.diff.Old) + len(p.diff.New)
+	}
+	if int64(held)+2*ch.Size > MaxProposalBytes {
 		return false
 	}
 	data, err := os.ReadFile(ch.Source)
