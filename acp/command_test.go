@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/agentd/agentd/policy"
+	"github.com/agentd/agentd/tools/sandbox"
 )
 
 // TestCommandPermissionShowsTheExactCommand: the permission request for a command carries the
@@ -69,5 +70,74 @@ func TestCommandPermissionShowsTheExactCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "made-by-acp.txt")); err != nil {
 		t.Errorf("the allowed command did not run: %v", err)
+	}
+}
+
+// TestCommandChangeNeedingReviewIsAPermissionWithItsDiff: a hook a command wrote comes to the
+// client after the command ran as a second permission request of the command's tool call, with
+// the diff (oldText null: a new file) and a title naming the command; allowed, it is written.
+func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ = filepath.EvalSymlinks(ws)
+	fake := ollamatest.NewServer(&ollamatest.Script{Turns: []ollamatest.Turn{
+		{When: &ollamatest.Match{LastRole: "user"}, Reply: ollamatest.Reply{ToolCalls: []ollamatest.ToolCall{
+			{Name: "bash", Arguments: json.RawMessage(`{"command": "d=.hus; mkdir -p ${d}ky && echo hook > ${d}ky/pre-commit"}`)}}}},
+		{Repeat: true, Reply: ollamatest.Reply{Text: "done"}},
+	}})
+	t.Cleanup(fake.Close)
+	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
+		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
+		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb, why := rt.Sandbox(); sb == nil || sb.Mode() != sandbox.ModeBwrap {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no bubblewrap sandbox on this machine: %v", why)
+		}
+		t.Skipf("BUBBLEWRAP UNAVAILABLE (no copy-on-write layer), not tested: %v", why)
+	}
+	p := newPeer(t, rt)
+	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.until("the initialize response", isResponse(1))
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
+	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
+	sid, _ := res["sessionId"].(string)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"set up the hook"}]}}`)
+	allow := func(perm map[string]any) {
+		id, _ := json.Marshal(perm["id"])
+		p.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`)
+	}
+	isPerm := func(m map[string]any) bool { return m["method"] == "session/request_permission" }
+	allow(p.until("the command's permission request", isPerm)) // ask mode: the command asks
+	perm := p.until("the hook's permission request", isPerm)
+	params, _ := perm["params"].(map[string]any)
+	tc, _ := params["toolCall"].(map[string]any)
+	content, _ := tc["content"].([]any)
+	var diff map[string]any
+	if len(content) == 1 {
+		diff, _ = content[0].(map[string]any)
+	}
+	if diff == nil || diff["type"] != "diff" || diff["path"] != filepath.Join(ws, ".husky/pre-commit") || diff["oldText"] != nil ||
+		diff["newText"] != "hook\n" {
+		t.Fatalf("the hook's permission request does not carry its diff: %v", params)
+	}
+	if title, _ := tc["title"].(string); !strings.HasPrefix(title, "from the command `d=.hus; mkdir") {
+		t.Errorf("title %q does not name the command", title)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, ".husky/pre-commit")); err == nil {
+		t.Fatal("the hook was written before it was allowed")
+	}
+	allow(perm)
+	if end := p.until("the prompt's response", isResponse(3)); end["result"] == nil {
+		t.Fatalf("prompt response: %v", end)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, ".husky/pre-commit")); err != nil || string(b) != "hook\n" {
+		t.Errorf("the allowed hook: %q %v", b, err)
 	}
 }

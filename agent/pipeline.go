@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,10 @@ type GateRequest struct {
 	// of the reply beside it (Config.ReviewTogether). A gate that never calls it gets the next
 	// question after this one is decided.
 	Posted func()
+	// FollowUp is set when the question is a change the call made and could not apply on its
+	// own (tools.FollowUp), asked after the call ran: Call is that call, already decided once,
+	// and Tool, Label and Preview describe the change.
+	FollowUp bool
 }
 
 // GateDecision is a gate's answer.
@@ -106,11 +111,13 @@ func NewKernel(cfg Config, sink Sink) *Kernel {
 	if cfg.MaxToolConcurrency == 0 {
 		cfg.MaxToolConcurrency = 4
 	}
-	exec := ExecFunc(callTool)
+	k := &Kernel{cfg: cfg, emit: &emitter{sink: sink}}
+	exec := ExecFunc(k.callTool)
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
 		exec = cfg.Middleware[i](exec)
 	}
-	return &Kernel{cfg: cfg, exec: exec, emit: &emitter{sink: sink}}
+	k.exec = exec
+	return k
 }
 
 // Registry returns the kernel's tool registry.
@@ -322,12 +329,39 @@ func (k *Kernel) safeExec(ctx context.Context, t tools.Tool, call *tools.Call) (
 	return k.exec(ctx, t, call)
 }
 
-// callTool is the innermost ExecFunc.
-func callTool(ctx context.Context, t tools.Tool, call *tools.Call) (tools.Output, error) {
+// callTool is the innermost ExecFunc. The changes the call proposes after it ran
+// (tools.FollowUp) are gated and applied here, inside the middleware, so that what is applied
+// joins the call's checkpoint.
+func (k *Kernel) callTool(ctx context.Context, t tools.Tool, call *tools.Call) (tools.Output, error) {
+	var out tools.Output
+	var err error
 	if c, ok := t.(tools.ContentTool); ok {
-		return c.ExecuteContent(ctx, call)
+		out, err = c.ExecuteContent(ctx, call)
+	} else {
+		out, err = t.Execute(ctx, call)
 	}
-	return t.Execute(ctx, call)
+	var te *tools.Error
+	switch {
+	case err == nil && len(out.FollowUps) > 0:
+		text := k.followUps(ctx, call, out.FollowUps)
+		out.FollowUps = nil
+		if out.Content != nil {
+			out.Content = append(out.Content, tools.Block{Type: "text", Text: text})
+		} else {
+			out.Text = joinText(out.Text, text)
+		}
+	case errors.As(err, &te) && len(te.FollowUps) > 0:
+		te.Message = joinText(te.Message, k.followUps(ctx, call, te.FollowUps))
+		te.FollowUps = nil
+	}
+	return out, err
+}
+
+func joinText(a, b string) string {
+	if a != "" && !strings.HasSuffix(a, "\n") {
+		a += "\n"
+	}
+	return a + b
 }
 
 // startEnd emits a Start/End pair for a call that exits before Start would normally be sent.

@@ -72,6 +72,9 @@ type Error struct {
 	Message string
 	// Details is optional structured data for the user interface.
 	Details any
+	// FollowUps are changes the failed call made that need review (Output.FollowUps): a command
+	// that timed out still proposes what it changed.
+	FollowUps []FollowUp
 }
 
 func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }

@@ -87,6 +87,32 @@ type Output struct {
 	Terminate bool
 	// Meta describes truncation and spills.
 	Meta Meta
+	// FollowUps are changes the call made that it may not apply on its own (a command's change
+	// to a hook or a tool's configuration, held from its copy-on-write layer): the kernel puts
+	// each to the gate as a file change before the result is final, applies what is accepted
+	// and appends every outcome to the result's text.
+	FollowUps []FollowUp
+}
+
+// FollowUp is a change a call proposes for review after it ran. The kernel gates it like a
+// file change (Preview with its Diff, Permission for the policy) and calls Apply only when it
+// is allowed; the tool never learns who decided.
+type FollowUp struct {
+	// Subject names the change for the model and the user ("the command's change to
+	// .husky/pre-commit (created)").
+	Subject string
+	// Label is the question's title for the user ("from the command `npm i`: .husky/pre-commit").
+	Label string
+	// Preview shows the change; its Diff is what the user reviews.
+	Preview *Preview
+	// Permission is what the change touches, for the policy: AccessWrite with the path, and
+	// Protected with the Reason it needs a review, so that it asks in every mode.
+	Permission Permission
+	// Apply makes the change as approved (the accepted hunks, or the user's own version) and
+	// returns what it wrote, for the model. It checks that the file is still what the diff was
+	// computed from (a stale error otherwise) and keeps the change revertible
+	// (ChangeRecorderFrom).
+	Apply func(ctx context.Context, a *Approval) (string, error)
 }
 
 // Block is one piece of result content.

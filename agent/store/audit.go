@@ -145,7 +145,9 @@ func (a *Audit) WrapGate(g agent.Gate) agent.Gate {
 				}
 			}
 		}
-		if req.Call != nil {
+		// A follow-up (a command's change put to review after it ran) is told to the model in
+		// the call's result; the call's record keeps the decision about the call itself.
+		if req.Call != nil && !req.FollowUp {
 			a.mu.Lock()
 			a.gates[req.Call.ID] = o
 			a.mu.Unlock()

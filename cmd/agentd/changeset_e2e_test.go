@@ -85,3 +85,29 @@ func TestRunCommandChangesJoinTheTurn(t *testing.T) {
 		t.Errorf("made.txt after the revert: %v", err)
 	}
 }
+
+// TestRunAsksAboutACommandsHookLikeAnEdit: on a terminal in yolo mode (the command runs without a
+// question), the hook a command wrote is asked about after it ran, as an edit is — why, and its
+// diff —; applied, it is written and in the turn's summary of changed files.
+func TestRunAsksAboutACommandsHookLikeAnEdit(t *testing.T) {
+	e := newRunEnv(t)
+	args, _ := json.Marshal(map[string]string{"command": "d=.hus; mkdir -p ${d}ky && echo 'npm test' > ${d}ky/pre-commit"})
+	e.ollama.Enqueue(ollamatest.Calls(ollamatest.Call("bash", string(args))), ollamatest.Text("Done."))
+	out, code := e.runPTY([]answer{{"[y] apply", "y\n"}}, "run", "--approval", "yolo", "set up the hook")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	plain := strings.ReplaceAll(out, "\r\n", "\n")
+	for _, want := range []string{"approval needed:", "the command `d=.hus; mkdir", "changed .husky/pre-commit, and it needs your review",
+		"+++ b/.husky/pre-commit", "+npm test", ".husky/pre-commit  +1 −0  (created)"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("output lacks %q:\n%s", want, plain)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(e.ws, ".husky/pre-commit")); err != nil || string(got) != "npm test\n" {
+		t.Errorf("the applied hook: %q %v", got, err)
+	}
+	if tr := e.lastToolResult(); !strings.Contains(tr, "Review of the created .husky/pre-commit: accepted by the user and written") {
+		t.Errorf("the model was not told:\n%s", tr)
+	}
+}

@@ -49,8 +49,8 @@ type BashDetails struct {
 	OutputBytes int64  `json:"outputBytes"`
 	Truncated   bool   `json:"truncated,omitzero"`
 	SpillPath   string `json:"spillPath,omitzero"`
-	// Changes is what the command changed in the workspace (its copy-on-write layer), applied
-	// or held for review; nil when it wrote straight to the workspace (no layer: Landlock
+	// Changes is what the command changed in the workspace (its copy-on-write layer): applied,
+	// offered for review (the result's text says what the user decided) or held; nil when it wrote straight to the workspace (no layer: Landlock
 	// only, or unsandboxed).
 	Changes *changeset.ChangeSet `json:"changes,omitzero"`
 }
@@ -367,15 +367,18 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 	if note := noteOf(call); note != "" {
 		b.WriteString(note + "\n")
 	}
+	// What needs the user's review and can be shown as a file change goes to the gate now,
+	// through the kernel (tools never ask): the layer's content was read already.
+	fus := changes.FollowUps(t.fs, "the command `"+firstLine(tools.ArgsOf[BashArgs](call).Command, 60)+"`")
 	switch {
 	case d.TimedOut:
-		return tools.Output{}, &tools.Error{Type: tools.Timeout, Message: b.String(), Details: d}
+		return tools.Output{}, &tools.Error{Type: tools.Timeout, Message: b.String(), Details: d, FollowUps: fus}
 	case d.Cancelled:
-		return tools.Output{}, &tools.Error{Type: tools.Cancelled, Message: b.String(), Details: d}
+		return tools.Output{}, &tools.Error{Type: tools.Cancelled, Message: b.String(), Details: d, FollowUps: fus}
 	case changeErr != nil:
 		return tools.Output{}, &tools.Error{Type: tools.IOError, Message: b.String(), Details: d}
 	}
-	return tools.Output{Text: b.String(), Details: d,
+	return tools.Output{Text: b.String(), Details: d, FollowUps: fus,
 		Meta: tools.Meta{OriginalSize: out.total, Truncated: out.truncated(), SpillPath: out.spillPath}}, nil
 }
 

@@ -4,6 +4,7 @@ package builtin_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/preview"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/builtin"
 	"github.com/agentd/agentd/tools/changeset"
@@ -156,8 +159,8 @@ func TestGitAttackPayloadsAreLive(t *testing.T) {
 }
 
 // TestBashHoldsPlantedRepositories is each attack through the real tool and the real sandbox:
-// the command writes to its layer, the repository shape is held (nobody approved it), the
-// user's git runs nothing, and the result says what was held and why.
+// the command writes to its layer, the repository shape is held or offered for review (and no
+// one approved it), the user's git runs nothing, and the result says what was not applied and why.
 func TestBashHoldsPlantedRepositories(t *testing.T) {
 	for _, a := range gitAttacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -172,8 +175,11 @@ func TestBashHoldsPlantedRepositories(t *testing.T) {
 			}
 			wantType(t, r, tools.OK, "NOT applied", " "+a.held+": ")
 			d := r.Details.(builtin.BashDetails)
-			if d.Changes == nil || !slices.ContainsFunc(d.Changes.Held, func(c changeset.CommandChange) bool { return c.Path == a.held }) {
-				t.Errorf("details do not hold %s: %+v", a.held, d.Changes)
+			// A new repository is held; a change to an existing one's configuration is offered
+			// for review as a file change (and, with no gate, not applied).
+			is := func(c changeset.CommandChange) bool { return c.Path == a.held }
+			if d.Changes == nil || !slices.ContainsFunc(d.Changes.Held, is) && !slices.ContainsFunc(d.Changes.Proposed, is) {
+				t.Errorf("details neither hold nor propose %s: %+v", a.held, d.Changes)
 			}
 		})
 	}
@@ -233,8 +239,9 @@ func TestBashHoldsHooksAndToolConfigs(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(f.dir, p)); err == nil {
 			t.Errorf("%s reached the workspace", p)
 		}
-		if !slices.ContainsFunc(d.Changes.Held, func(c changeset.CommandChange) bool { return c.Path == p }) {
-			t.Errorf("%s is not listed as held", p)
+		// Each is offered for review (a file change with its diff); with no gate, none applies.
+		if !slices.ContainsFunc(d.Changes.Proposed, func(c changeset.CommandChange) bool { return c.Path == p }) {
+			t.Errorf("%s is not listed as proposed for review", p)
 		}
 	}
 	if f.content("src/x.go") != "package x\n" {
@@ -332,5 +339,161 @@ func forSandboxModes(t *testing.T, fn func(t *testing.T, sb *sandbox.Sandbox)) {
 			}
 			fn(t, sb)
 		})
+	}
+}
+
+// TestBashProposesHeldChangesForReview: what a command changed that needs review and can be
+// shown as a file change — a hook it created, a conflict with the user's own change — is put to
+// the gate after the command ran, like an edit: with its diff, marked protected (so the policy
+// asks in every approval mode) and named as the command's. Accepted, it is written (with the
+// command's permission bits) and recorded for the turn's checkpoint; rejected, unavailable, a
+// failing gate or no gate at all, it is not written; the model is told each outcome. Ordinary
+// changes apply without a question in every case.
+func TestBashProposesHeldChangesForReview(t *testing.T) {
+	const script = `mkdir -p .husky && printf '#!/bin/sh\nnpm test\n' > .husky/pre-commit && chmod 755 .husky/pre-commit && echo x > ordinary.txt`
+	for _, tc := range []struct {
+		name    string
+		decide  func(req agent.GateRequest) (agent.GateDecision, error)
+		noGate  bool
+		written bool
+		content string // what is written, when not the command's version
+		told    string
+	}{
+		{name: "the user's version", written: true, content: "#!/bin/sh\necho mine\n",
+			told: "accepted by the user, who edited it first: the user's version was written",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				mine := "#!/bin/sh\necho mine\n"
+				return agent.GateDecision{Allow: true, Approval: &tools.Approval{Content: &mine}}, nil
+			}},
+		{name: "no hunk accepted", told: "the user accepted it, but it was NOT applied: the user accepted none of its hunks",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				return agent.GateDecision{Allow: true, Approval: &tools.Approval{Hunks: []string{}}}, nil
+			}},
+		{name: "accept", written: true, told: "Review of the created .husky/pre-commit: accepted by the user and written]",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) { return agent.GateDecision{Allow: true}, nil }},
+		{name: "reject", told: "Review of the created .husky/pre-commit: NOT applied: the user rejected it (not my hook)",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				return agent.GateDecision{Type: tools.RejectedByUser, Reason: "not my hook"}, nil
+			}},
+		{name: "unavailable", told: "NOT applied: no one could review it (no editor is attached)",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				return agent.GateDecision{Type: tools.ApprovalUnavailable, EndTurn: true, Reason: "no editor is attached"}, nil
+			}},
+		{name: "gate fails", told: "NOT applied: the user's review could not be obtained (the editor went away)",
+			decide: func(agent.GateRequest) (agent.GateDecision, error) {
+				return agent.GateDecision{}, errors.New("the editor went away")
+			}},
+		{name: "no gate", noGate: true, told: "NOT applied: nobody can review changes here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := layerFixture(t)
+			rec := &recorder{}
+			ctx := tools.WithChangeRecorder(context.Background(), rec)
+			var mu sync.Mutex
+			var asked []agent.GateRequest
+			var gate agent.Gate
+			if !tc.noGate {
+				gate = func(_ context.Context, req agent.GateRequest) (agent.GateDecision, error) {
+					if !req.FollowUp {
+						return agent.GateDecision{Allow: true}, nil // the command itself
+					}
+					mu.Lock()
+					asked = append(asked, req)
+					mu.Unlock()
+					return tc.decide(req)
+				}
+			}
+			r := f.runCtx(ctx, gate, "bash", bash(script))
+			wantType(t, r, tools.OK, "created ordinary.txt", "Offered to the user for review", tc.told)
+			if f.content("ordinary.txt") != "x\n" {
+				t.Error("the ordinary file did not apply")
+			}
+			hook := filepath.Join(f.dir, ".husky/pre-commit")
+			fi, err := os.Stat(hook)
+			if got := err == nil; got != tc.written {
+				t.Fatalf("the hook written: %v, want %v\n%s", got, tc.written, r.Text())
+			}
+			if tc.content == "" {
+				tc.content = "#!/bin/sh\nnpm test\n"
+			}
+			if tc.written {
+				if f.content(".husky/pre-commit") != tc.content || fi.Mode().Perm()&0o100 == 0 {
+					t.Errorf("the hook = %q, mode %v", f.content(".husky/pre-commit"), fi.Mode())
+				}
+				if !slices.Contains(rec.before, hook) || !slices.Contains(rec.after, hook) {
+					t.Errorf("the accepted hook was not recorded for the checkpoint: before %q after %q", rec.before, rec.after)
+				}
+			} else if slices.Contains(rec.before, hook) {
+				t.Errorf("a hook not written was recorded: %q", rec.before)
+			}
+			d := r.Details.(builtin.BashDetails)
+			if !slices.ContainsFunc(d.Changes.Proposed, func(c changeset.CommandChange) bool { return c.Path == ".husky/pre-commit" }) ||
+				slices.ContainsFunc(d.Changes.Held, func(c changeset.CommandChange) bool { return strings.HasPrefix(c.Path, ".husky") }) {
+				t.Errorf("the hook is not listed as proposed (only): %+v", d.Changes)
+			}
+			if tc.noGate {
+				return
+			}
+			if len(asked) != 1 {
+				t.Fatalf("the gate was asked %d times about the command's changes, want 1", len(asked))
+			}
+			q := asked[0]
+			perm := q.Tool.(tools.PermissionMetadata).Permission(q.Call)
+			if q.Call.ID != "c1" || q.Call.Name != "bash" || q.Preview == nil || q.Preview.Diff == nil ||
+				q.Preview.Diff.Path != ".husky/pre-commit" || !q.Preview.Diff.Created || len(q.Preview.Diff.Hunks) != 1 ||
+				!strings.Contains(strings.Join(q.Preview.Diff.Hunks[0].Added, ""), "npm test") {
+				t.Errorf("the question is not the hook's file change: %+v %+v", q.Call, q.Preview)
+			}
+			if perm.Access != tools.AccessWrite || !perm.Protected || !slices.Equal(perm.Paths, []string{hook}) ||
+				!strings.Contains(perm.Reason, "the command `mkdir -p .husky") || !strings.Contains(perm.Reason, "hook") ||
+				!strings.Contains(perm.Reason, "it is created executable (-rwxr-xr-x)") {
+				t.Errorf("the permission does not make the policy ask in every mode: %+v", perm)
+			}
+			if !strings.HasPrefix(q.Label, "from the command `mkdir -p .husky") || !strings.HasSuffix(q.Label, ": .husky/pre-commit") {
+				t.Errorf("label %q", q.Label)
+			}
+		})
+	}
+}
+
+// TestBashConflictIsProposedWithTheUsersVersion: a file the user changed while the command ran
+// is proposed as the diff from the user's version to the command's; the accepted hunks are
+// what is written, and a later change of the file while the review waits makes it stale.
+func TestBashConflictIsProposedWithTheUsersVersion(t *testing.T) {
+	var tmp string
+	f := layerFixture(t, func(b *builtin.BashConfig) { tmp = b.Policy.TmpDir })
+	f.write("a.txt", "one\ntwo\n")
+	ready, gateFIFO := filepath.Join(tmp, "ready"), filepath.Join(tmp, "gate")
+	for _, p := range []string{ready, gateFIFO} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var diff *preview.Diff
+	gate := func(_ context.Context, req agent.GateRequest) (agent.GateDecision, error) {
+		if !req.FollowUp {
+			return agent.GateDecision{Allow: true}, nil
+		}
+		diff = req.Preview.Diff
+		return agent.GateDecision{Allow: true}, nil
+	}
+	results := make(chan tools.Result, 1)
+	go func() {
+		results <- f.run(gate, "bash", bash(fmt.Sprintf(`printf 'one\nTWO\n' > a.txt; echo ready > %s; read x < %s`, ready, gateFIFO)))
+	}()
+	if b, err := os.ReadFile(ready); err != nil || string(b) != "ready\n" {
+		t.Fatalf("the command did not start: %q %v", b, err)
+	}
+	f.write("a.txt", "user\ntwo\n")
+	if err := os.WriteFile(gateFIFO, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	r := <-results
+	wantType(t, r, tools.OK, "modified a.txt: the file also changed in the workspace while the command ran", "accepted by the user and written")
+	if diff == nil || diff.Old != "user\ntwo\n" || diff.New != "one\nTWO\n" {
+		t.Fatalf("the review's diff is not from the user's version to the command's: %+v", diff)
+	}
+	if f.content("a.txt") != "one\nTWO\n" {
+		t.Errorf("a.txt = %q", f.content("a.txt"))
 	}
 }

@@ -1,11 +1,16 @@
 // Package changeset applies what a command or an MCP server changed — its change set, read from
 // its copy-on-write layer (sandbox.Cmd.Changes) — to the workspace: the allowlisted part
 // (fsafe.Ordinary, one list with the file tools) now, recorded for the turn's checkpoint first
-// (tools.ChangeRecorder); everything else is held, with the reason.
+// (tools.ChangeRecorder); everything else needs the user's review: what can be shown as a file
+// change is proposed (ChangeSet.FollowUps, which the kernel gates like an edit), the rest is
+// held, with the reason.
 package changeset
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,7 +18,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/agentd/agentd/preview"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/fsafe"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -35,11 +42,32 @@ type CommandChange struct {
 }
 
 // ChangeSet is what became of a command's changes: Applied reached the workspace (checkpointed
-// like edits, so the turn reverts them), Held did not.
+// like edits, so the turn reverts them); Proposed need the user's review and are offered as
+// file changes (FollowUps: the kernel puts them to the gate, and the call's result says what
+// became of each); Held did not reach the workspace and cannot be reviewed as a file change.
 type ChangeSet struct {
-	Applied []CommandChange `json:"applied,omitzero"`
-	Held    []CommandChange `json:"held,omitzero"`
+	Applied  []CommandChange `json:"applied,omitzero"`
+	Proposed []CommandChange `json:"proposed,omitzero"`
+	Held     []CommandChange `json:"held,omitzero"`
+
+	proposals []proposal
 }
+
+// proposal is a held change of a regular file offered for review: the diff from the
+// workspace's file (the editor's buffer when it is open) to the command's version, read from
+// the layer before it is released.
+type proposal struct {
+	change CommandChange
+	target *fsafe.Target
+	diff   *preview.Diff
+}
+
+// MaxProposals is the most changes of one change set offered for review, and MaxProposalBytes
+// the most content they hold together (in memory until they are decided); the rest are held.
+const (
+	MaxProposals     = 16
+	MaxProposalBytes = 16 << 20
+)
 
 // changeApplier decides and applies one change set. Everything it looks at on disk is the
 // workspace as it is (the layer's lower layer): nothing of the change set is applied before
@@ -88,11 +116,20 @@ func Apply(ctx context.Context, fsys *fsafe.FS, cmd *sandbox.Cmd) (ChangeSet, er
 	}
 	for _, ch := range chs {
 		if reason := a.verdict(ch); reason != "" {
+			if a.propose(ctx, e, &out, ch, reason) {
+				continue
+			}
 			held(ch, reason)
 			continue
 		}
 		apply = append(apply, ch)
 	}
+	// A held created directory with a proposed file below it is made by accepting that file:
+	// the file's proposal speaks for it.
+	out.Held = slices.DeleteFunc(out.Held, func(h CommandChange) bool {
+		return h.Type == sandbox.TypeDir && h.Kind == string(sandbox.Created) &&
+			slices.ContainsFunc(out.Proposed, func(p CommandChange) bool { return strings.HasPrefix(p.Path, h.Path+"/") })
+	})
 	// A directory is deleted only when everything below it was.
 	for i := len(apply) - 1; i >= 0; i-- {
 		ch := apply[i]
@@ -139,6 +176,151 @@ func Apply(ctx context.Context, fsys *fsafe.FS, cmd *sandbox.Cmd) (ChangeSet, er
 	return out, nil
 }
 
+// propose offers a held change for review when it can be shown as a file change: a regular
+// file created or modified (a conflict included) whose new content is text within the write
+// limit, in a workspace file that is absent or a regular file. It reports whether it did.
+func (a *changeApplier) propose(ctx context.Context, e *env, out *ChangeSet, ch sandbox.Change, reason string) bool {
+	if ch.Type != sandbox.TypeFile || (ch.Kind != sandbox.Created && ch.Kind != sandbox.Modified) ||
+		ch.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 || ch.Source == "" || len(out.proposals) >= MaxProposals ||
+		ch.Size > e.fs.Limits().WriteBytes {
+		return false
+	}
+	held := 0
+	for _, p := range out.proposals {
+		held += len(p.diff.Old) + len(p.diff.New)
+	}
+	if int64(held)+2*ch.Size > MaxProposalBytes {
+		return false
+	}
+	data, err := os.ReadFile(ch.Source)
+	if err != nil || int64(len(data)) > e.fs.Limits().WriteBytes || !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return false
+	}
+	if a.repositoryShape(ch.Root, ch.Path) {
+		// A repository is many files that only work together: it is not offered file by file.
+		return false
+	}
+	t, err := e.fs.PrepareReview(ctx, filepath.Join(ch.Root, filepath.FromSlash(ch.Path)), ch.Mode)
+	if err != nil {
+		return false
+	}
+	if strings.HasPrefix(reason, "it is inside ") {
+		// The directory it is in was held for its own reason: say that one.
+		if r := a.pathVerdict(ch, ch.Path, false); r != "" {
+			reason = r
+		}
+	}
+	// The diff does not show permission bits: the reason does.
+	switch {
+	case !t.Exists && ch.Mode.Perm()&0o111 != 0:
+		reason += fmt.Sprintf("; it is created executable (%v)", ch.Mode.Perm())
+	case t.Exists:
+		if fi, err := os.Lstat(t.Path.Abs()); err == nil && ch.Mode.Perm() != 0 && fi.Mode().Perm() != ch.Mode.Perm() {
+			reason += fmt.Sprintf("; the command also changed its permissions to %v, which accepting does not apply", ch.Mode.Perm())
+		}
+	}
+	c := e.commandChange(ch, reason)
+	d := preview.ComputeFile(c.Path, string(t.Content), t.Exists, string(data))
+	if len(d.Hunks) == 0 {
+		return true // the workspace already has exactly this
+	}
+	out.Proposed = append(out.Proposed, c)
+	out.proposals = append(out.proposals, proposal{change: c, target: t, diff: d})
+	return true
+}
+
+// Once keeps a server that keeps running (its layer keeps what was not applied, and each call
+// reads it again) from offering the same change twice: a proposal whose path and content were
+// offered before (keys in offered, which it updates) is held instead. Call it before Text.
+func (s *ChangeSet) Once(offered map[string]bool) {
+	var keep []proposal
+	s.Proposed = s.Proposed[:0]
+	for _, p := range s.proposals {
+		sum := sha256.Sum256([]byte(p.diff.New))
+		key := p.target.Path.Abs() + "\x00" + hex.EncodeToString(sum[:])
+		if offered[key] {
+			c := p.change
+			c.Reason = "it was offered for review after an earlier call and not accepted (" + c.Reason + ")"
+			s.Held = append(s.Held, c)
+			continue
+		}
+		offered[key] = true
+		keep = append(keep, p)
+		s.Proposed = append(s.Proposed, p.change)
+	}
+	s.proposals = keep
+}
+
+// FollowUps are the proposed changes as the kernel gates them (tools.FollowUp): each a file
+// change that asks in every approval mode (Permission.Protected), named as coming from origin
+// ("the command `npm install`"). Accepted, it is written (the accepted hunks, or the user's
+// own version) through fsafe, atomically, after the turn's checkpoint kept the file's
+// pre-image, and only if the workspace's file is still what the diff was computed from.
+func (s ChangeSet) FollowUps(fsys *fsafe.FS, origin string) []tools.FollowUp {
+	var out []tools.FollowUp
+	for _, p := range s.proposals {
+		perm := p.target.Path.Permission(tools.AccessWrite)
+		perm.Protected = true
+		perm.Reason = fmt.Sprintf("%s changed %s, and it needs your review: %s", origin, p.change.Path, p.change.Reason)
+		sum := sha256.Sum256([]byte(p.diff.New))
+		base := "absent"
+		if p.target.Exists {
+			base = p.target.Base.HashHex()
+		}
+		out = append(out, tools.FollowUp{
+			Subject: "Review of the " + p.change.describe(),
+			Label:   fmt.Sprintf("from %s: %s", origin, p.change.Path),
+			Preview: &tools.Preview{Summary: p.diff.Summary(), Diff: p.diff,
+				Binding: "file:" + p.target.Path.Abs() + ":" + base + ":" + hex.EncodeToString(sum[:])},
+			Permission: perm,
+			Apply: func(ctx context.Context, a *tools.Approval) (string, error) {
+				return p.apply(ctx, fsys, a)
+			},
+		})
+	}
+	return out
+}
+
+// apply writes an accepted proposal.
+func (p proposal) apply(ctx context.Context, fsys *fsafe.FS, a *tools.Approval) (string, error) {
+	content, what := p.diff.New, "accepted by the user and written"
+	switch {
+	case a != nil && a.Content != nil && *a.Content != p.diff.New:
+		content, what = *a.Content, "accepted by the user, who edited it first: the user's version was written, not the command's"
+	case a != nil && a.Hunks != nil:
+		c, outcome, err := p.diff.Apply(a.Hunks)
+		if err != nil {
+			return "", err
+		}
+		if len(outcome.Applied) == 0 {
+			return "", tools.Errorf(tools.RejectedByUser, "the user accepted none of its hunks")
+		}
+		content = c
+		if len(outcome.Rejected) > 0 {
+			what = "accepted in part by the user and written: " + outcome.Describe(p.diff)
+		}
+	}
+	if a != nil {
+		if r := strings.TrimSpace(tools.HunkReasonLines(p.diff, a.HunkReasons)); r != "" {
+			what += "\n" + r
+		}
+		if a.Note != "" {
+			what += "\nThe user's note: " + a.Note
+		}
+	}
+	abs := p.target.Path.Abs()
+	if rec := tools.ChangeRecorderFrom(ctx); rec != nil {
+		if err := rec.BeforeChange([]string{abs}); err != nil {
+			return "", fmt.Errorf("agentd could not keep a copy to make it revertible (%v)", err)
+		}
+		defer rec.AfterChange([]string{abs})
+	}
+	if _, err := fsys.Commit(ctx, p.target, []byte(content)); err != nil {
+		return "", err
+	}
+	return what, nil
+}
+
 func (e *env) applyOne(ctx context.Context, ch sandbox.Change) error {
 	op := fsafe.ApplyOp{Root: ch.Root, Rel: ch.Path, Src: ch.Source, Target: ch.Target, Mode: ch.Mode}
 	switch {
@@ -180,7 +362,7 @@ func (a *changeApplier) verdict(ch sandbox.Change) string {
 		if p == "" {
 			continue
 		}
-		if r := a.pathVerdict(ch, p); r != "" {
+		if r := a.pathVerdict(ch, p, true); r != "" {
 			return r
 		}
 	}
@@ -190,10 +372,12 @@ func (a *changeApplier) verdict(ch sandbox.Change) string {
 	return ""
 }
 
-func (a *changeApplier) pathVerdict(ch sandbox.Change, p string) string {
+// pathVerdict is verdict's judgement of one path of the change; inHeld also holds what is
+// inside a created directory that was held.
+func (a *changeApplier) pathVerdict(ch sandbox.Change, p string, inHeld bool) string {
 	key := ch.Root + "\x00" + p
 	for _, d := range a.heldDirs {
-		if strings.HasPrefix(key, d+"/") {
+		if inHeld && strings.HasPrefix(key, d+"/") {
 			return "it is inside " + strings.TrimPrefix(d, ch.Root+"\x00") + ", which was not applied"
 		}
 	}
@@ -223,6 +407,27 @@ func (a *changeApplier) pathVerdict(ch sandbox.Change, p string) string {
 		}
 	}
 	return ""
+}
+
+// repositoryShape reports whether p belongs to a git repository the change set creates: below a
+// .git that is not in the workspace, a HEAD file, or below a directory that holds one.
+func (a *changeApplier) repositoryShape(root, p string) bool {
+	if gitAt := gitComponent(p); gitAt >= 0 {
+		gitDir := strings.Join(strings.Split(p, "/")[:gitAt+1], "/")
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(gitDir)))
+		return err != nil || !fi.IsDir()
+	}
+	if strings.EqualFold(path.Base(p), "HEAD") {
+		return true
+	}
+	for d := path.Dir(p); ; d = path.Dir(d) {
+		if a.holdsHead(root, d) {
+			return true
+		}
+		if d == "." {
+			return false
+		}
+	}
 }
 
 // holdsHead reports whether the directory dir of root holds a HEAD file (git's test for a
@@ -295,8 +500,15 @@ func (s ChangeSet) Text() string {
 		}
 		b.WriteString("]\n")
 	}
+	if len(s.Proposed) > 0 {
+		b.WriteString("[Offered to the user for review — agentd applies these only once the user accepts them (what became of each follows):\n")
+		for _, c := range s.Proposed {
+			fmt.Fprintf(&b, "  %s: %s\n", c.describe(), c.Reason)
+		}
+		b.WriteString("]\n")
+	}
 	if len(s.Held) > 0 {
-		b.WriteString("[NOT applied — these changes need the user's review, and nobody approved them; the workspace does not have them:\n")
+		b.WriteString("[NOT applied — these changes need the user's review, which agentd cannot offer as a file change; the workspace does not have them:\n")
 		for i, c := range s.Held {
 			if i == 40 {
 				fmt.Fprintf(&b, "  … and %d more\n", len(s.Held)-i)

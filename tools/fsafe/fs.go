@@ -246,6 +246,8 @@ type Target struct {
 	Exists  bool
 	Content []byte
 	Base    Stamp
+	// perm is the mode of a new file (PrepareReview); 0: WriteFile's default.
+	perm fs.FileMode
 }
 
 // PrepareWrite resolves path for a change and checks that the model may make it: a new file
@@ -254,6 +256,22 @@ type Target struct {
 // ReadState.CheckWrite). It takes no lock and changes nothing: call it from Validate or Preview,
 // then Commit after the gate.
 func (f *FS) PrepareWrite(ctx context.Context, path string) (*Target, error) {
+	return f.prepare(ctx, path, true)
+}
+
+// PrepareReview is PrepareWrite for a change the user reviews that the model did not make
+// through the file tools — a command's change held from its copy-on-write layer: the model
+// need not have read the file. A new file gets the permission bits perm (0: 0o644); Commit
+// still refuses to write over a file that changed since.
+func (f *FS) PrepareReview(ctx context.Context, path string, perm fs.FileMode) (*Target, error) {
+	t, err := f.prepare(ctx, path, false)
+	if err == nil {
+		t.perm = perm.Perm()
+	}
+	return t, err
+}
+
+func (f *FS) prepare(ctx context.Context, path string, readFirst bool) (*Target, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, tools.Errorf(tools.Cancelled, "cancelled")
 	}
@@ -274,6 +292,9 @@ func (f *FS) PrepareWrite(ctx context.Context, path string) (*Target, error) {
 	if cur.Size > f.limits.WriteBytes {
 		return nil, tools.Errorf(tools.Oversized, "%s is %s, more than the %s limit for files agentd changes",
 			p.rel, sizeText(cur.Size), sizeText(f.limits.WriteBytes))
+	}
+	if !readFirst {
+		return &Target{Path: p, Exists: true, Content: content, Base: cur}, nil
 	}
 	if err := f.state.check(p, cur, content); err != nil {
 		return nil, err
@@ -334,7 +355,7 @@ func (f *FS) Commit(ctx context.Context, t *Target, data []byte) (Stamp, error) 
 			st = StampOf(SourceEditor, st.Version, data)
 		}
 	} else {
-		st, err = writeHooked(ctx, p, data, WriteOptions{MkdirAll: true, deferDirSync: true})
+		st, err = writeHooked(ctx, p, data, WriteOptions{Perm: t.perm, MkdirAll: true, deferDirSync: true})
 	}
 	if err != nil {
 		return Stamp{}, err

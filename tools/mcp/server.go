@@ -94,6 +94,9 @@ type conn struct {
 	applyMu  sync.Mutex
 	cmd      *sandbox.Cmd
 	released bool
+	// offered are the changes put to the user's review after earlier calls (changeset.Once),
+	// under applyMu.
+	offered map[string]bool
 }
 
 func (c *conn) alive() bool {
@@ -365,7 +368,9 @@ func (s *server) session(ctx context.Context) (*conn, error) {
 // call runs one tool call.
 // call calls a tool. note tells the model what became of the changes the call made in the
 // workspace (see applyChanges).
-func (s *server) call(ctx context.Context, tool string, args map[string]any) (_ *sdk.CallToolResult, note string, _ error) {
+// What needs the user's review and can be shown as a file change is put in *fus (the
+// kernel gates it like an edit).
+func (s *server) call(ctx context.Context, tool string, args map[string]any, fus *[]tools.FollowUp) (_ *sdk.CallToolResult, note string, _ error) {
 	c, err := s.session(ctx)
 	if err != nil {
 		return nil, "", err
@@ -373,7 +378,7 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any) (_ 
 	if c.cmd != nil {
 		// What the call wrote lands in the server's layer; it reaches the workspace through
 		// the gate's allowlist when the call returns, whatever the call's result.
-		defer func() { note = s.applyChanges(ctx, c) }()
+		defer func() { note, *fus = s.applyChanges(ctx, c, tool) }()
 	}
 	timeout := s.cfg.CallTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -500,22 +505,26 @@ func (t *tail) suffix() string {
 }
 
 // applyChanges applies what the server changed in its layer since the last call (package
-// changeset) and returns the text that tells the model.
-func (s *server) applyChanges(ctx context.Context, c *conn) string {
+// changeset) and returns the text that tells the model, and the changes offered for review.
+func (s *server) applyChanges(ctx context.Context, c *conn, tool string) (string, []tools.FollowUp) {
 	c.applyMu.Lock()
 	defer c.applyMu.Unlock()
 	if c.released {
-		return ""
+		return "", nil
 	}
 	if s.opts.FS == nil {
 		if chs, _ := c.cmd.Changes(); len(chs) > 0 {
-			return "[NOT applied: what the server changed in the workspace (agentd has no workspace to apply it to here).]\n"
+			return "[NOT applied: what the server changed in the workspace (agentd has no workspace to apply it to here).]\n", nil
 		}
-		return ""
+		return "", nil
 	}
 	cs, err := changeset.Apply(context.WithoutCancel(ctx), s.opts.FS, c.cmd)
 	if err != nil {
-		return fmt.Sprintf("[None of the server's changes were applied: agentd could not read them (%v).]\n", err)
+		return fmt.Sprintf("[None of the server's changes were applied: agentd could not read them (%v).]\n", err), nil
 	}
-	return cs.Text()
+	if c.offered == nil {
+		c.offered = map[string]bool{}
+	}
+	cs.Once(c.offered)
+	return cs.Text(), cs.FollowUps(s.opts.FS, "the MCP server "+s.cfg.Name+" (tool "+tool+")")
 }

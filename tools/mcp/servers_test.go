@@ -372,10 +372,23 @@ func TestFilesystemServerPlantIsHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []string{"sub/.git/config", ".husky/pre-commit"} {
+	// The new repository is held; the hook is offered for review (the kernel gates it: here,
+	// outside the kernel, nothing decides it, and it is not applied) — once, not again after
+	// the next call.
+	for i, p := range []string{"sub/.git/config", ".husky/pre-commit", ".husky/pre-commit"} {
 		out, err := run(ctx, t, write, `{"path":"`+filepath.Join(ws, p)+`","content":"[core]\n\tfsmonitor = touch /tmp/x\n"}`)
-		if err != nil || !strings.Contains(textOf(out), "NOT applied") || !strings.Contains(textOf(out), p) {
-			t.Errorf("%s: %q %v", p, textOf(out), err)
+		want := "NOT applied"
+		switch i {
+		case 1:
+			want = "Offered to the user for review"
+		case 2:
+			want = "offered for review after an earlier call and not accepted"
+		}
+		if err != nil || !strings.Contains(textOf(out), want) || !strings.Contains(textOf(out), p) {
+			t.Errorf("%s (call %d): %q %v", p, i+1, textOf(out), err)
+		}
+		if fus := out.FollowUps; (i == 1) != (len(fus) == 1) || len(fus) > 1 {
+			t.Errorf("call %d offers %d changes for review, want %d", i+1, len(fus), map[bool]int{true: 1}[i == 1])
 		}
 		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 			t.Errorf("%s reached the workspace", p)

@@ -178,10 +178,14 @@ func (t *Tool) ExecuteContent(ctx context.Context, call *tools.Call) (tools.Outp
 	if p, ok := call.Args.(*map[string]any); ok && p != nil {
 		args = *p
 	}
-	res, note, err := t.srv.call(ctx, t.remote, args)
+	var fus []tools.FollowUp
+	res, note, err := t.srv.call(ctx, t.remote, args, &fus)
 	if err != nil {
-		if te, ok := err.(*tools.Error); ok && note != "" {
-			te.Message += "\n" + note
+		if te, ok := err.(*tools.Error); ok {
+			if note != "" {
+				te.Message += "\n" + note
+			}
+			te.FollowUps = fus
 		}
 		return tools.Output{}, err
 	}
@@ -192,11 +196,12 @@ func (t *Tool) ExecuteContent(ctx context.Context, call *tools.Call) (tools.Outp
 			msg = "(no message)"
 		}
 		return tools.Output{}, &tools.Error{Type: tools.ExecFailed,
-			Message: fmt.Sprintf("MCP tool %s of server %s reported an error: %s", t.remote, t.srv.cfg.Name, msg) + "\n" + note}
+			Message: fmt.Sprintf("MCP tool %s of server %s reported an error: %s", t.remote, t.srv.cfg.Name, msg) + "\n" + note, FollowUps: fus}
 	}
 	if note != "" {
 		out.Content = append(out.Content, tools.Block{Type: "text", Text: note})
 	}
+	out.FollowUps = fus
 	return out, nil
 }
 
