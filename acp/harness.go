@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	"github.com/agentd/agentd/agent"
-	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/fsafe"
@@ -60,7 +59,7 @@ func openSession(rt *Runtime, spec openSpec, ask func(context.Context, question)
 }
 
 // notFound reports an error of openSession for a session the store does not have.
-func notFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func notFound(err error) bool { return errors.Is(err, harness.ErrUnknownSession) }
 
 func (o *opened) id() string                { return o.s.ID() }
 func (o *opened) mode() string              { return o.s.Settings().ApprovalMode }

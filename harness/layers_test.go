@@ -20,7 +20,8 @@ var frontEnds = []string{"daemon", "acp"}
 // layerViolations checks the import direction cmd → front ends → harness → agent → tools →
 // preview on a graph of module-relative package paths: no front end imports another, only
 // front ends and cmd import rpc, harness or a front end's types, policy is read by the harness and
-// above, and the kernel (agent, tools, preview, ollama) knows nothing of them.
+// above, front ends never import what the harness assembles (store, sandbox, tools, model
+// clients), and the kernel (agent, tools, preview, ollama) knows nothing of them.
 func layerViolations(graph map[string][]string) []string {
 	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
 	isFront := func(p string) bool { return slices.Contains(frontEnds, top(p)) }
@@ -31,6 +32,16 @@ func layerViolations(graph map[string][]string) []string {
 			return true
 		}
 		return false
+	}
+	// isImplementation: what the harness assembles into a session, which no front end touches
+	// (they see the harness, the kernel's types — events, results, documents, a question's
+	// policy request — their wire package and internal).
+	isImplementation := func(p string) bool {
+		switch p {
+		case "agent/store", "tools/sandbox", "tools/builtin", "tools/gocache", "tools/changeset", "ollama", "openai":
+			return true
+		}
+		return strings.HasPrefix(p, "ollama/") || strings.HasPrefix(p, "openai/")
 	}
 	var out []string
 	bad := func(from, to, why string) { out = append(out, from+" imports "+to+": "+why) }
@@ -48,6 +59,8 @@ func layerViolations(graph map[string][]string) []string {
 				bad(from, to, "only front ends and cmd import the harness")
 			case top(to) == "rpc" && !isFront(from) && !isCmd(from):
 				bad(from, to, "only front ends and cmd import rpc")
+			case isFront(from) && isImplementation(to):
+				bad(from, to, "a front end translates the harness's session; the store, sandbox, tools and model clients are the harness's to assemble")
 			case top(to) == "policy" && isKernel(from):
 				bad(from, to, "the kernel has no notion of approval policy")
 			case top(from) == "tools" && (top(to) == "agent" || top(to) == "ollama"):
@@ -126,7 +139,8 @@ func TestImportDirection(t *testing.T) {
 // TestLayerViolationsCatches shows the check fails on the imports it forbids.
 func TestLayerViolationsCatches(t *testing.T) {
 	graph := map[string][]string{
-		"acp":           {"daemon", "harness", "rpc"},
+		"acp":           {"daemon", "harness", "rpc", "agent/store"},
+		"daemon":        {"harness", "tools/sandbox", "tools/fsafe"},
 		"harness":       {"rpc", "agent", "policy"},
 		"agent":         {"policy", "ollama", "tools"},
 		"tools/builtin": {"agent", "tools", "preview"},
@@ -135,9 +149,11 @@ func TestLayerViolationsCatches(t *testing.T) {
 		"cmd/agentd":    {"daemon", "acp", "harness", "rpc"},
 	}
 	want := []string{
+		"acp imports agent/store: a front end translates the harness's session; the store, sandbox, tools and model clients are the harness's to assemble",
 		"acp imports daemon: only cmd imports a front end (no front end imports another)",
 		"agent imports ollama: the model adapter depends on the kernel, not the reverse",
 		"agent imports policy: the kernel has no notion of approval policy",
+		"daemon imports tools/sandbox: a front end translates the harness's session; the store, sandbox, tools and model clients are the harness's to assemble",
 		"harness imports rpc: only front ends and cmd import rpc",
 		"policy imports harness: only front ends and cmd import the harness",
 		"preview imports tools: preview is the bottom layer",

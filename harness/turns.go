@@ -24,6 +24,8 @@ import (
 
 // Errors of the turn-changes API; front ends map them to "invalid params".
 var (
+	// ErrUnknownSession: the store has no session of that ID (Runtime.Open of a SessionSpec to resume).
+	ErrUnknownSession = store.ErrNotFound
 	// ErrUnknownTurn: the turn ID names no turn of the session that changed files.
 	ErrUnknownTurn = errors.New("unknown turn")
 	// ErrUnknownFile: the path names no file the turn changed.
