@@ -77,6 +77,10 @@ type ToolUpdate struct {
 	Preview  *tools.Preview
 	Progress *tools.Progress
 	Activity string
+	// WaitsFor, sent right after the Start of a file change reviewed with the others of its reply
+	// (Config.ReviewTogether), is the call ID of the earlier change of the same file it waits for:
+	// it is previewed and put to its gate once that one has ended.
+	WaitsFor string
 }
 
 // ToolEnd closes a tool call with its typed result. Every ToolStart has exactly one ToolEnd with

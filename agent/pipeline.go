@@ -34,6 +34,9 @@ type GateRequest struct {
 	// own (tools.FollowUp), asked after the call ran: Call is that call, already decided once,
 	// and Tool, Label and Preview describe the change.
 	FollowUp bool
+	// Reply, set with Posted and for a change that waits for an earlier one of the same file, is
+	// the run of file changes of the reply reviewed together (Config.ReviewTogether).
+	Reply *ReplyChanges
 }
 
 // GateDecision is a gate's answer.
@@ -174,6 +177,10 @@ type gateOrder struct {
 	turn <-chan struct{}
 	// posted is GateRequest.Posted.
 	posted func()
+	// reply is GateRequest.Reply.
+	reply *ReplyChanges
+	// started: the scheduler emitted the call's Start already (in the model's order).
+	started bool
 }
 
 // unapplied is an earlier call of the batch that changes the same file and was not applied.
@@ -188,20 +195,26 @@ func (k *Kernel) prepareAfter(ctx context.Context, tc ToolCall, o gateOrder) (*p
 	dep := o.dep
 	start := time.Now()
 	call := &tools.Call{ID: tc.ID, Name: tc.Name, Raw: tc.Arguments}
+	startStop := k.startStop
+	if o.started {
+		startStop = k.stop
+	}
 
 	// a. cancelled before anything happened.
 	if ctx.Err() != nil {
-		return nil, k.startStop(call, start, exit{res: tools.ErrorResult(call.ID, call.Name, tools.Cancelled, msgCancelled)})
+		return nil, startStop(call, start, exit{res: tools.ErrorResult(call.ID, call.Name, tools.Cancelled, msgCancelled)})
 	}
 	// b. circuit breaker.
 	if n := k.breaker.count(tc.Name); n >= k.cfg.MaxToolErrors {
-		return nil, k.startStop(call, start, exit{res: tools.ErrorResult(call.ID, call.Name, tools.ExecFailed,
+		return nil, startStop(call, start, exit{res: tools.ErrorResult(call.ID, call.Name, tools.ExecFailed,
 			fmt.Sprintf(msgBreakerFormat, tc.Name, n))})
 	}
 	// c. Start, with the arguments as the model sent them.
 	t, found := k.cfg.Registry.Lookup(tc.Name)
 	label := tc.Name
-	k.emit.send(ToolStart{CallID: call.ID, Tool: call.Name, Label: label, Args: call.Raw})
+	if !o.started {
+		k.emit.send(ToolStart{CallID: call.ID, Tool: call.Name, Label: label, Args: call.Raw})
+	}
 	// d. find.
 	if !found {
 		return nil, k.stop(call, start, exit{count: true, res: tools.ErrorResult(call.ID, call.Name, tools.NotFound,
@@ -249,7 +262,7 @@ func (k *Kernel) prepareAfter(ctx context.Context, tc ToolCall, o gateOrder) (*p
 			case <-ctx.Done():
 			}
 		}
-		d, err := k.cfg.Gate(ctx, GateRequest{Tool: t, Call: call, Label: label, Preview: call.Preview, Posted: o.posted})
+		d, err := k.cfg.Gate(ctx, GateRequest{Tool: t, Call: call, Label: label, Preview: call.Preview, Posted: o.posted, Reply: o.reply})
 		switch {
 		case ctx.Err() != nil:
 			return nil, k.stop(call, start, exit{res: tools.ErrorResult(call.ID, call.Name, tools.Cancelled, cancelText(ctx))})

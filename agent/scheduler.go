@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -77,6 +78,7 @@ func (k *Kernel) RunBatch(ctx context.Context, calls []ToolCall, steer <-chan st
 			b.startTogether(i, paths)
 			continue
 		}
+		b.run = nil
 		// Earlier calls that may write must finish before this one is prepared.
 		for !b.stopped() {
 			if _, writing, _ := b.snapshot(); !writing {
@@ -141,6 +143,10 @@ type batch struct {
 	// posted is closed when the last file change without a predecessor has been put up (or
 	// decided): the next one is put to its gate after it, so questions appear in the model's order.
 	posted chan struct{}
+	// run is the run of consecutive file changes being started (nil between runs); up closes
+	// its Up.
+	run *ReplyChanges
+	up  func()
 
 	mu       sync.Mutex
 	inflight []inflight
@@ -219,7 +225,14 @@ type change struct {
 // an earlier change of the batch writes waits for that one to end, is prepared against what it
 // left, and is stale if it no longer fits without it. The others are put to their gates in the
 // model's order, each once the previous one is up (GateRequest.Posted) or decided.
+//
+// Its Start is emitted here, so that the calls start in the model's order (each editor shows a
+// card per call in the order the calls start); one that waits for an earlier change says so
+// (ToolUpdate.WaitsFor).
 func (b *batch) startTogether(i int, paths []string) {
+	if b.run == nil {
+		b.planRun(i)
+	}
 	c := &change{i: i, paths: paths, done: make(chan struct{})}
 	var pred *change
 	for _, e := range slices.Backward(b.together) {
@@ -229,13 +242,25 @@ func (b *batch) startTogether(i int, paths []string) {
 		}
 	}
 	b.together = append(b.together, c)
+	tc, run := b.calls[i], b.run
+	b.k.emit.send(ToolStart{CallID: tc.ID, Tool: tc.Name, Label: tc.Name, Args: tc.Arguments})
+	if pred != nil {
+		b.k.emit.send(ToolUpdate{CallID: tc.ID, Tool: tc.Name, WaitsFor: b.calls[pred.i].ID})
+	}
 	var turn <-chan struct{}
 	var posted func()
 	if pred == nil {
 		turn = b.posted
 		ch := make(chan struct{})
 		b.posted = ch
-		posted = sync.OnceFunc(func() { close(ch) })
+		last := run.lastFree() == tc.ID
+		up := b.up
+		posted = sync.OnceFunc(func() {
+			close(ch)
+			if last {
+				up()
+			}
+		})
 	}
 	b.mu.Lock()
 	b.inflight = append(b.inflight, inflight{i: i, paths: paths})
@@ -253,7 +278,7 @@ func (b *batch) startTogether(i int, paths []string) {
 				dep = &unapplied{id: r.CallID, tool: r.Tool, typ: r.Type}
 			}
 		}
-		p, early := b.k.prepareAfter(b.prepCtx, b.calls[i], gateOrder{dep: dep, turn: turn, posted: posted})
+		p, early := b.k.prepareAfter(b.prepCtx, b.calls[i], gateOrder{dep: dep, turn: turn, posted: posted, reply: run, started: true})
 		if posted != nil {
 			posted()
 		}
@@ -279,6 +304,76 @@ func (b *batch) startTogether(i int, paths []string) {
 		}
 		b.results[i] = b.k.execute(execCtx, p)
 	}()
+}
+
+// ReplyChanges is a run of consecutive file changes of one reply, put to their gates together
+// (Config.ReviewTogether): what a front end that asks one question at a time lists before it
+// asks about each.
+type ReplyChanges struct {
+	// Changes are the run's file changes in the model's order.
+	Changes []ReplyChange
+	// Up is closed once every change of the run that waits for no earlier one has been put up
+	// (GateRequest.Posted) or has ended without a question (invalid arguments, allowed by the
+	// policy). The others are put up once the change they wait for has ended. Up stays open when
+	// the batch stops first (steering, cancellation): the gates' context ends then.
+	Up <-chan struct{}
+}
+
+// ReplyChange is one file change of a ReplyChanges.
+type ReplyChange struct {
+	CallID, Tool string
+	Args         json.RawMessage // as the model sent them
+	// Paths are the canonical paths it writes.
+	Paths []string
+	// After is the call ID of the earlier change of the batch that writes one of Paths: this one
+	// waits for it to end, and is previewed against what it left. Empty: none.
+	After string
+}
+
+// lastFree returns the call ID of the last change of the run that waits for no earlier one.
+func (r *ReplyChanges) lastFree() string {
+	for _, c := range slices.Backward(r.Changes) {
+		if c.After == "" {
+			return c.CallID
+		}
+	}
+	return ""
+}
+
+// planRun describes the run of file changes that starts at call i (b.run, b.up): the calls up to
+// the next one that is not a file change, each with the earlier change it waits for, as
+// startTogether will find it.
+func (b *batch) planRun(i int) {
+	r := &ReplyChanges{}
+	type prior struct {
+		id    string
+		paths []string
+	}
+	var before []prior
+	for _, e := range b.together {
+		before = append(before, prior{b.calls[e.i].ID, e.paths})
+	}
+	for j := i; j < len(b.calls); j++ {
+		paths := b.changes(b.calls[j])
+		if paths == nil {
+			break
+		}
+		rc := ReplyChange{CallID: b.calls[j].ID, Tool: b.calls[j].Name, Args: b.calls[j].Arguments, Paths: paths}
+		for _, p := range slices.Backward(before) {
+			if overlaps(p.paths, paths) {
+				rc.After = p.id
+				break
+			}
+		}
+		before = append(before, prior{rc.CallID, paths})
+		r.Changes = append(r.Changes, rc)
+	}
+	up := make(chan struct{})
+	r.Up = up
+	b.run, b.up = r, sync.OnceFunc(func() { close(up) })
+	if r.lastFree() == "" {
+		b.up()
+	}
 }
 
 // watch waits for a steer: it stops preparation and cancels running calls that declared Cancel.

@@ -627,3 +627,71 @@ func TestASecondChangeOfAFileWaitsForTheFirst(t *testing.T) {
 		})
 	}
 }
+
+// The changes of a reply reviewed together start in the model's order (each editor adds a card
+// per call as it starts), a change that waits for an earlier one of its file says which, and
+// every gate request carries the run of changes, whose Up closes once the ones that wait for
+// nothing are all up.
+func TestChangesReviewedTogetherStartInOrderAndNameWhatTheyWaitFor(t *testing.T) {
+	w := &changeTool{fakeTool{name: "write"}}
+	reqs := make(chan GateRequest, 4)
+	g := newDecidingGate("a", "b", "c")
+	gate := func(ctx context.Context, r GateRequest) (GateDecision, error) {
+		reqs <- r
+		return g.gate(ctx, r)
+	}
+	k, rec := newKernel(t, Config{Gate: gate, ReviewTogether: true}, w)
+	done := make(chan BatchResult)
+	go func() {
+		done <- k.RunBatch(context.Background(), []ToolCall{call("a", "write", `{"path":"cart.go"}`),
+			call("b", "write", `{"path":"cart.go"}`), call("c", "write", `{"path":"greet.go"}`)}, nil)
+	}()
+	if got := []string{g.next(t), g.next(t)}; !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("gated %v, want a and c", got)
+	}
+	first, second := <-reqs, <-reqs
+	if first.Reply == nil || first.Reply != second.Reply {
+		t.Fatalf("the requests do not share the reply's changes: %v, %v", first.Reply, second.Reply)
+	}
+	var plan []string
+	for _, c := range first.Reply.Changes {
+		plan = append(plan, c.CallID+"<"+c.After)
+	}
+	if want := []string{"a<", "b<a", "c<"}; !slices.Equal(plan, want) {
+		t.Errorf("reply changes %v, want %v", plan, want)
+	}
+	select {
+	case <-first.Reply.Up:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Up did not close once a and c were up")
+	}
+	// Before anything is decided: a, b and c have started, in that order, and b waits for a.
+	var started []string
+	waits := ""
+	for _, e := range rec.all() {
+		switch e := e.(type) {
+		case ToolStart:
+			started = append(started, e.CallID)
+		case ToolUpdate:
+			if e.WaitsFor != "" {
+				waits = e.CallID + "<" + e.WaitsFor
+			}
+		}
+	}
+	if !slices.Equal(started, []string{"a", "b", "c"}) || waits != "b<a" {
+		t.Errorf("started %v (want a, b, c), waits %q (want b<a)", started, waits)
+	}
+	g.decide("c", GateDecision{Allow: true})
+	g.decide("a", GateDecision{Allow: true})
+	if id := g.next(t); id != "b" {
+		t.Fatalf("gated %q, want b", id)
+	}
+	if r := <-reqs; r.Reply != first.Reply || r.Posted != nil {
+		t.Errorf("b's request: reply %p (want %p), posted set %v", r.Reply, first.Reply, r.Posted != nil)
+	}
+	g.decide("b", GateDecision{Allow: true})
+	<-done
+	if order := checkPairs(t, rec.all()); !slices.Equal(order, []string{"a", "b", "c"}) {
+		t.Errorf("start order %v", order)
+	}
+}

@@ -203,7 +203,7 @@ func (ls *liveSession) history(snap harness.Snapshot) []rpc.HistoryItem {
 // callInfo is a call for the wire.
 func (ls *liveSession) callInfo(c *harness.ToolCall) *rpc.ToolCallInfo {
 	info := &rpc.ToolCallInfo{CallID: c.ID, Tool: c.Tool, Label: c.Label, Status: callStatus(c.Status), Arguments: c.Args,
-		Activity: c.Activity, MCP: mcpCallOf(ls.h.Harness, c.Tool)}
+		Activity: c.Activity, WaitsFor: c.WaitsFor, MCP: mcpCallOf(ls.h.Harness, c.Tool)}
 	if c.Preview != nil {
 		info.Preview = ls.previewInfo(c.Preview)
 	}

@@ -62,6 +62,9 @@ type ToolCall struct {
 	// Preview is the diff or the command shown before the gate (live only: the journal keeps none).
 	Preview  *tools.Preview
 	Activity string
+	// WaitsFor is the ID of the earlier call of the reply changing the same file that this
+	// pending call waits for (agent.ToolUpdate.WaitsFor); empty once previewed or ended.
+	WaitsFor string
 	// Output is, in a snapshot, what a running call streamed so far: its last MaxOutputTail
 	// bytes, after a line saying how many earlier bytes are not shown. An update carries the
 	// new output in its event (agent.ToolUpdate.Progress) instead.
@@ -270,8 +273,10 @@ func (t *transcript) apply(e agent.Event) *ToolCall {
 			c.Label = e.Label
 		}
 		switch {
+		case e.WaitsFor != "":
+			c.WaitsFor = e.WaitsFor
 		case e.Preview != nil:
-			c.Preview = e.Preview
+			c.Preview, c.WaitsFor = e.Preview, ""
 		case e.Progress != nil:
 			c.Status = ToolRunning
 			c.tail.add(e.Progress.Text)
@@ -288,7 +293,7 @@ func (t *transcript) apply(e agent.Event) *ToolCall {
 			tn.Items = append(tn.Items, Item{Kind: ItemTool, Tool: c})
 		}
 		res := e.Result
-		c.Result, c.Status, c.tail = &res, ToolCompleted, outputTail{}
+		c.Result, c.Status, c.tail, c.WaitsFor = &res, ToolCompleted, outputTail{}, ""
 		if res.IsError {
 			c.Status = ToolFailed
 		}

@@ -615,7 +615,11 @@ type ToolCallInfo struct {
 	// Arguments are the arguments as the model sent them.
 	Arguments json.RawMessage `json:"arguments,omitzero"`
 	Activity  string          `json:"activity,omitzero"`
-	Preview   *PreviewInfo    `json:"preview,omitzero"`
+	// WaitsFor is set while a file change waits for an earlier call of the same reply that
+	// changes the same file (its callId): it is previewed and reviewed once that one has ended,
+	// against what it left (status stays "pending" until then).
+	WaitsFor string       `json:"waitsFor,omitzero"`
+	Preview  *PreviewInfo `json:"preview,omitzero"`
 	// Progress is a running call's output: the latest chunk in a live update; in session/attach's
 	// history, the output so far (its last 64 KiB, after a line saying how many bytes were cut).
 	Progress string      `json:"progress,omitzero"`
