@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -107,8 +108,10 @@ func runCmd(args []string) int {
 	color := term.IsTerminal(int(os.Stderr.Fd())) && os.Getenv("NO_COLOR") == ""
 	ui := &terminal{out: termtext.New(os.Stdout, false), err: termtext.New(os.Stderr, color)}
 	var ask harness.Asker
+	var asker *terminalAsker
 	if tty {
-		ask = &terminalAsker{t: ui, in: bufio.NewReader(os.Stdin)}
+		ta := &terminalAsker{t: ui, in: bufio.NewReader(os.Stdin)}
+		ask, asker = ta, ta
 	} else {
 		ask = nil // no one to ask: the gate rejects what the mode does not allow
 	}
@@ -122,6 +125,9 @@ func runCmd(args []string) int {
 		}
 		ui.event(u.Event)
 		tally.observe(u.Event)
+		if e, ok := u.Event.(agent.ToolEnd); ok && asker != nil {
+			asker.callEnded(e.CallID)
+		}
 		if te, ok := u.Event.(agent.TurnEnd); ok {
 			ends <- te
 		}
@@ -355,17 +361,57 @@ func firstLine(s string) string {
 	return s
 }
 
-// terminalAsker asks at the terminal.
+// terminalAsker asks at the terminal, one question at a time. The file changes of one model
+// reply are listed first and then asked about one after another, in the model's order
+// (replyAsk); the results still reach the model in the order of its calls.
 type terminalAsker struct {
 	t  *terminal
 	in *bufio.Reader
+	// mu is held while a question (or a reply's list of changes) is at the terminal.
+	mu sync.Mutex
+
+	rmu     sync.Mutex
+	replies map[*agent.ReplyChanges]*replyAsk
+	ended   map[string]bool // calls whose ToolEnd was seen
+	wake    chan struct{}   // closed and replaced when a question is added or a call ends
 }
 
+// AsksTogether: the gate may put every file change of a reply up at once; the asker lists them
+// and asks about each in turn.
+func (a *terminalAsker) AsksTogether() bool { return true }
+
 func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.Answer, error) {
+	if q.Call.Reply != nil {
+		return a.askInReply(ctx, q)
+	}
+	if q.Call.Posted != nil {
+		q.Call.Posted()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ans, _, err := a.askOne(ctx, q, "", false)
+	return ans, err
+}
+
+// The rest of a reply's file changes, as the user answered for them.
+const (
+	restAsk    = ""
+	restAccept = "accept"
+	restReject = "reject"
+)
+
+// askOne shows one question and reads its answer. header, when set, is printed in place of the
+// policy's reason (a reply's "file 2 of 3"); more offers to answer for the rest of the reply too,
+// which rest then says.
+func (a *terminalAsker) askOne(ctx context.Context, q harness.Question, header string, more bool) (ans harness.Answer, rest string, err error) {
 	t := a.t
 	t.endLine()
 	w := t.err
-	w.Printf("\n%s %s\n", w.Paint("1;33", "approval needed:"), termtext.Line(q.Verdict.Reason))
+	if header != "" {
+		w.Printf("\n%s %s (%s)\n", w.Paint("1;33", header), termtext.Line(q.Call.Label), termtext.Line(q.Verdict.Reason))
+	} else {
+		w.Printf("\n%s %s\n", w.Paint("1;33", "approval needed:"), termtext.Line(q.Verdict.Reason))
+	}
 	var options string
 	var sessionGrant *policy.Grant
 	switch q.Kind {
@@ -394,6 +440,9 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 				options = "[y] apply  [a] apply all edits this session  [n] reject (with a reason)  [q] cancel the turn"
 				break
 			}
+		}
+		if more {
+			options = strings.Replace(options, "  [q]", "  [Y] apply it and the rest listed  [N] reject it and the rest  [q]", 1)
 		}
 	case "command":
 		c := q.Call.Preview.Command
@@ -425,24 +474,43 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 		w.Printf("%s ", options)
 		line, err := a.readLine(ctx)
 		if err != nil {
-			return harness.Answer{}, err
+			return harness.Answer{}, "", err
 		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
+		line = strings.TrimSpace(line)
+		if more && q.Kind == "edit" {
+			switch line {
+			case "Y":
+				return harness.Answer{Decision: harness.AnswerAccept}, restAccept, nil
+			case "N":
+				w.Print("reason, for it and the rest (optional, the model reads it): ")
+				reason, err := a.readLine(ctx)
+				if err != nil {
+					return harness.Answer{}, "", err
+				}
+				return harness.Answer{Decision: harness.AnswerReject, Reason: strings.TrimSpace(reason)}, restReject, nil
+			}
+		}
+		switch strings.ToLower(line) {
 		case "y", "yes":
-			return harness.Answer{Decision: harness.AnswerAccept}, nil
+			return harness.Answer{Decision: harness.AnswerAccept}, restAsk, nil
 		case "a", "all":
 			if sessionGrant != nil {
-				return harness.Answer{Decision: harness.AnswerAcceptForSession, Grant: sessionGrant}, nil
+				// Edits of the reply already put up are covered by the grant as well.
+				rest := restAsk
+				if q.Kind == "edit" {
+					rest = restAccept
+				}
+				return harness.Answer{Decision: harness.AnswerAcceptForSession, Grant: sessionGrant}, rest, nil
 			}
 		case "n", "no":
 			w.Print("reason (optional, the model reads it): ")
 			reason, err := a.readLine(ctx)
 			if err != nil {
-				return harness.Answer{}, err
+				return harness.Answer{}, "", err
 			}
-			return harness.Answer{Decision: harness.AnswerReject, Reason: strings.TrimSpace(reason)}, nil
+			return harness.Answer{Decision: harness.AnswerReject, Reason: strings.TrimSpace(reason)}, restAsk, nil
 		case "q", "quit":
-			return harness.Answer{Decision: harness.AnswerCancelTurn}, nil
+			return harness.Answer{Decision: harness.AnswerCancelTurn}, restAsk, nil
 		}
 	}
 }
