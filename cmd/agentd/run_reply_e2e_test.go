@@ -75,3 +75,35 @@ func TestRunListsTheReplysChangesThenAsksPerFile(t *testing.T) {
 		}
 	}
 }
+
+// N at the first change rejects it and the rest of the reply with one reason, without asking
+// again; nothing is written.
+func TestRunRejectsTheRestOfTheReply(t *testing.T) {
+	e := newRunEnv(t)
+	e.ollama.Enqueue(
+		ollamatest.Calls(ollamatest.Call("read", `{"path":"answer.go"}`)),
+		ollamatest.Calls(
+			ollamatest.Call("edit", `{"path":"answer.go","old_string":"return 1","new_string":"return 2"}`),
+			ollamatest.Call("write", `{"path":"greet.go","content":"package answer\n"}`),
+		),
+		ollamatest.Text("Understood."),
+	)
+	out, code := e.runPTY([]answer{{"change 1 of 2:", ""}, {"[N] reject it and the rest", "N\n"}, {"reason, for it and the rest", "not today\n"}}, "run", "make it two")
+	plain := strings.ReplaceAll(out, "\r\n", "\n")
+	if code != exitRefused {
+		t.Fatalf("exit %d, want %d; output:\n%s", code, exitRefused, termtext.Escape(plain))
+	}
+	if strings.Contains(plain, "change 2 of 2:") {
+		t.Errorf("the second change was asked after N:\n%s", termtext.Escape(plain))
+	}
+	if e.read("answer.go") != answerGo || e.read("greet.go") != "" {
+		t.Error("a rejected change was written")
+	}
+	chats := e.ollama.Chats()
+	results := chats[len(chats)-1].ToolResults()
+	for _, r := range results[len(results)-2:] {
+		if !strings.Contains(r, "not today") {
+			t.Errorf("a result lacks the reason: %q", r)
+		}
+	}
+}
