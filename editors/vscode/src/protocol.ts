@@ -377,6 +377,9 @@ export interface ToolCallInfo {
 	status: ToolCallStatus | string;
 	arguments?: unknown;
 	activity?: string;
+	/** A file change waiting for an earlier call of the reply that changes the same file (its
+	 * callId): it is previewed and reviewed once that one has ended. */
+	waitsFor?: string;
 	preview?: PreviewInfo;
 	progress?: string;
 	result?: ResultInfo;

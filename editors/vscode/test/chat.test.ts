@@ -362,3 +362,19 @@ test("10,000 deltas into one message cost linear time", () => {
 	assert.equal(last?.kind === "assistant" && last.text.length, 40000);
 	assert.ok(ms < 1000, `10,000 deltas took ${ms.toFixed(0)} ms`);
 });
+
+test("a change that waits for an earlier one of its file says so until its own review comes", () => {
+	const s = newChatState(SID);
+	const started = (callId: string, path: string) =>
+		({ type: "toolCallStarted", toolCall: { callId, tool: "edit", status: "pending", arguments: { path } } }) as Update;
+	feed(s, [
+		[1, "t1", started("a", "cart.go")],
+		[2, "t1", started("b", "cart.go")],
+		[3, "t1", { type: "toolCallUpdated", toolCall: { callId: "b", tool: "edit", status: "pending", waitsFor: "a" } }],
+	]);
+	const tool = (id: string) => snapshot(s).find((i) => i.kind === "tool" && i.callId === id) as ToolItem;
+	assert.deepEqual(snapshot(s).filter((i) => i.kind === "tool").map((i) => (i as ToolItem).callId), ["a", "b"]);
+	assert.equal(tool("b").waitsFor, "a");
+	feed(s, [[4, "t1", { type: "toolCallUpdated", toolCall: { callId: "b", tool: "edit", label: "Edit cart.go", status: "awaitingApproval" } }]]);
+	assert.equal(tool("b").waitsFor, undefined);
+});

@@ -579,6 +579,11 @@ local function tool_virt(info)
     if info.preview and info.preview.summary then
       table.insert(bits, info.preview.summary)
     end
+  elseif info.status == "pending" and type(info.waitsFor) == "string" and info.waitsFor ~= "" then
+    -- a second change of a file the reply already changes: reviewed once the first is decided
+    local a = type(info.arguments) == "table" and info.arguments or {}
+    local file = (type(a.path) == "string" and a.path ~= "") and a.path:gsub("\n", " ") or "this file"
+    table.insert(bits, "waits for the earlier change of " .. file .. ": reviewed once that one is decided")
   elseif info.status == "running" then
     local p = info.progress and vim.trim(info.progress) or ""
     if p ~= "" then

@@ -55,6 +55,8 @@ export interface ToolItem {
 	label: string;
 	status: string;
 	activity?: string;
+	/** The earlier call of the reply changing the same file that this pending call waits for. */
+	waitsFor?: string;
 	arguments?: unknown;
 	preview?: PreviewInfo;
 	/** Output of a running call, accumulated from toolCallUpdated.progress (tail kept). */
@@ -507,6 +509,11 @@ function applyFields(it: ToolItem, tc: ToolCallInfo): boolean {
 	}
 	if (tc.activity !== undefined && tc.activity !== it.activity) {
 		it.activity = tc.activity;
+		changed = true;
+	}
+	// Every update says it while the call waits: one without it ends the wait.
+	if (tc.waitsFor !== it.waitsFor) {
+		it.waitsFor = tc.waitsFor;
 		changed = true;
 	}
 	if (tc.arguments !== undefined) {

@@ -474,6 +474,13 @@ function toolTitle(t: ToolItem): string {
 	return t.label || t.tool;
 }
 
+/** What a change that waits for an earlier one of its file says on its card. */
+function waitsText(t: ToolItem): string {
+	const a = (t.arguments ?? {}) as Record<string, unknown>;
+	const file = typeof a.path === "string" && a.path ? a.path : "this file";
+	return `Waits for the earlier change of ${file}: shown for review once that one is decided`;
+}
+
 function renderTool(r: Rec, t: ToolItem): void {
 	const el = r.el!;
 	const failed = t.status === "failed" || !!t.result?.isError;
@@ -486,6 +493,7 @@ function renderTool(r: Rec, t: ToolItem): void {
 		(t.mcp ? `<span class="badge mcp" title="a tool of the MCP server ${escapeHtml(t.mcp.server)} (${escapeHtml(t.tool)})">MCP</span>` : "") +
 		`${elapsed}</div>`;
 	if (t.activity && (t.status === "running" || t.status === "pending")) h += `<div class="activity">${escapeHtml(t.activity)}</div>`;
+	if (t.waitsFor && t.status === "pending") h += `<div class="activity waits">${escapeHtml(waitsText(t))}</div>`;
 	if (t.status === "awaitingApproval") {
 		h += `<div class="activity">Waiting for your approval${t.reviewKind === "edit" ? " in the editor" : ""}…${t.reviewWhy ? ` <span class="why">(${escapeHtml(t.reviewWhy)})</span>` : ""}</div>`;
 	}
