@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,38 @@ func TestEveryFileOfAReplyIsReviewedTogether(t *testing.T) {
 	slices.Sort(pending)
 	if want := []string{"cart.go", "cart_test.go", "greet.go"}; !slices.Equal(pending, want) {
 		t.Fatalf("pending reviews %v, want %v at once", pending, want)
+	}
+	// The reply's calls start in its order (an editor adds a card per call as it starts), and the
+	// edit of the new file says it waits for its creation.
+	var started []string // "path callID" of the reply's changes
+	waits := map[string]string{}
+	ed.mu.Lock()
+	for _, n := range ed.notes {
+		var u rpc.SessionUpdateParams
+		if n.method != rpc.MethodSessionUpdate || json.Unmarshal(n.params, &u) != nil || u.Update.ToolCall == nil {
+			continue
+		}
+		tc := u.Update.ToolCall
+		var args struct{ Path string }
+		json.Unmarshal(tc.Arguments, &args)
+		switch {
+		case u.Update.Type == rpc.UpdateToolCallStarted && tc.Tool != "read":
+			started = append(started, args.Path+" "+tc.CallID)
+		case tc.WaitsFor != "":
+			waits[tc.CallID] = tc.WaitsFor
+		}
+	}
+	ed.mu.Unlock()
+	var paths []string
+	for _, s := range started {
+		paths = append(paths, strings.Fields(s)[0])
+	}
+	if want := []string{"cart.go", "greet.go", "cart_test.go", "cart_test.go"}; !slices.Equal(paths, want) {
+		t.Fatalf("the reply's calls started in the order %v, want %v", paths, want)
+	}
+	id := func(i int) string { return strings.Fields(started[i])[1] }
+	if len(waits) != 1 || waits[id(3)] != id(2) {
+		t.Errorf("waitsFor %v, want the edit of cart_test.go (%s) waiting for its creation (%s)", waits, id(3), id(2))
 	}
 	decide := func(path, typ string) {
 		t.Helper()
