@@ -46,6 +46,7 @@ import { rewindScenario } from "./rewind.mjs";
 import { vsixScenario } from "./vsix.mjs";
 import { contrastScenario, diffFocusScenario, editProposalScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
 import { completionScenario } from "./completion.mjs";
+import { replyOrderScenario } from "./replyorder.mjs";
 
 // Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
 // is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
@@ -1829,6 +1830,7 @@ async function main() {
 			["context", contextScenario],
 			["mentions", mentionsScenario],
 			["queue", queueScenario],
+			["replyOrder", (c) => replyOrderScenario(c, { ...walk, models })],
 			["multiline", multilineScenario],
 			["approvals", approvalsScenario],
 			["keyboard", keyboardScenario],
