@@ -384,9 +384,8 @@ func (a *terminalAsker) Ask(ctx context.Context, q harness.Question) (harness.An
 	if q.Call.Reply != nil {
 		return a.askInReply(ctx, q)
 	}
-	if q.Call.Posted != nil {
-		q.Call.Posted()
-	}
+	// Any other question (a command, a tool, a command's change to review) is asked on its own;
+	// Posted is not called, so the next one comes once this one is decided, in order.
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ans, _, err := a.askOne(ctx, q, "", false)
