@@ -18,13 +18,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/agentd/agentd/tools/fsafe"
 )
 
 // Options configure New.
@@ -738,196 +734,6 @@ func (p Policy) unixSockets() (socks []string, gaps []string, err error) {
 	return socks, gaps, nil
 }
 
-// sensitiveEntry is a sensitive path found below a workspace root.
-type sensitiveEntry struct {
-	path string // absolute: the name found (a symlink is resolved to its target)
-	rel  string // relative to its root, for messages
-	dir  bool
-}
-
-// findSensitive walks the workspace roots and returns every path that
-// fsafe.Classify calls sensitive to read (.env*, private keys, .netrc, *.pem,
-// .ssh/, …), except the approved ones. A sensitive directory is one entry
-// (unless an approved path lies below it: then its entries are listed one by
-// one); symlinks are not followed while walking, and a sensitive-named
-// symlink is resolved to what it points at (a dangling one is skipped:
-// nothing to read).
-//
-// The walk goes by directory handles (openat from the parent's descriptor,
-// never by absolute path), so depth and path length do not stop it; and it
-// fails closed: an error other than a directory the user may not read (the
-// command, running as the same user, cannot list it either) is returned, and
-// the command does not run. A sensitive file whose path a mount cannot name
-// (longer than PATH_MAX) is an error too.
-func findSensitive(roots, approved []string) ([]sensitiveEntry, error) {
-	ok := map[string]bool{}
-	for _, a := range approved {
-		if filepath.IsAbs(a) {
-			ok[filepath.Clean(a)] = true
-		}
-	}
-	approvedBelow := func(dir string) bool {
-		for a := range ok {
-			if strings.HasPrefix(a, dir+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	var out []sensitiveEntry
-	var walk func(d *os.File, dir, rel string, forced bool) error
-	var prev, rec map[string]*listedDir
-	walk = func(d *os.File, dir, rel string, forced bool) error {
-		l, err := listDirCached(d, dir, rel, prev[dir], rec)
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", dir, err)
-		}
-		for i, e := range l.ents {
-			sens := forced || l.sens[i]
-			if !sens && !l.isDir[i] {
-				continue // neither sensitive nor walked into
-			}
-			abs := dir + "/" + e.Name()
-			r := e.Name()
-			if rel != "" {
-				r = rel + "/" + e.Name()
-			}
-			isDir := e.IsDir()
-			if !sens || (isDir && approvedBelow(abs) && e.Type()&fs.ModeSymlink == 0) {
-				if !isDir {
-					continue
-				}
-				fd, err := unix.Openat(int(d.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				switch {
-				case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOENT):
-					continue // unreadable for the command too, or gone
-				case err != nil:
-					return fmt.Errorf("opening %s: %w", abs, err)
-				}
-				sub := os.NewFile(uintptr(fd), abs)
-				err = walk(sub, abs, r, sens)
-				sub.Close()
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if ok[abs] {
-				continue
-			}
-			if len(abs) >= unix.PathMax {
-				return fmt.Errorf("%s… is sensitive (%s) and its path is longer than the %d bytes a mount can name, so it cannot be masked", abs[:80], e.Name(), unix.PathMax)
-			}
-			if e.Type()&fs.ModeSymlink != 0 {
-				t, err := filepath.EvalSymlinks(abs)
-				if err != nil || ok[t] {
-					continue
-				}
-				fi, err := os.Stat(t)
-				if err != nil {
-					continue
-				}
-				out = append(out, sensitiveEntry{path: t, rel: r, dir: fi.IsDir()})
-				continue
-			}
-			out = append(out, sensitiveEntry{path: abs, rel: r, dir: isDir})
-		}
-		return nil
-	}
-	for _, root := range roots {
-		d, err := os.Open(root)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
-		}
-		prev, rec = listings.get(root), map[string]*listedDir{}
-		err = walk(d, root, "", false)
-		d.Close()
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
-		}
-		listings.put(root, rec)
-	}
-	return out, nil
-}
-
-// listedDir is a directory findSensitive listed: its entries and what identified its state.
-// Any change to a directory's entries updates its ctime, which no system call can set back.
-type listedDir struct {
-	ino          uint64
-	mtime, ctime syscall.Timespec
-	trusted      bool // listed long enough after its last change (see racyWindow)
-	ents         []fs.DirEntry
-	sens, isDir  []bool // per entry: fsafe.Classify calls it sensitive; a directory
-}
-
-// racyWindow: a directory whose ctime was less than this before it was listed may change
-// again within the same timestamp tick (coarse kernel clock, file systems with one- or
-// two-second timestamps), so that listing is never reused.
-const racyWindow = 2 * time.Second
-
-// listings keeps, per workspace root, the directories the last findSensitive of that root
-// listed, so that the next command's walk does not list unchanged ones again (every command
-// walks the whole workspace: 100 ms and more on a real repository). sensClock and
-// sensDirsRead are for tests.
-var (
-	listings     = &listingCache{m: map[string]map[string]*listedDir{}}
-	sensClock    = time.Now
-	sensDirsRead atomic.Int64
-)
-
-type listingCache struct {
-	mu sync.Mutex
-	m  map[string]map[string]*listedDir
-}
-
-func (c *listingCache) get(root string) map[string]*listedDir {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[root]
-}
-
-func (c *listingCache) put(root string, l map[string]*listedDir) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[root] = l
-}
-
-// listDirCached lists dir (rel below its root) and classifies its entries, or returns prev
-// when dir did not change since prev was listed; it records the listing in rec.
-func listDirCached(f *os.File, dir, rel string, prev *listedDir, rec map[string]*listedDir) (*listedDir, error) {
-	now := sensClock()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	if prev != nil && prev.trusted && prev.ino == st.Ino && prev.mtime == st.Mtim && prev.ctime == st.Ctim {
-		rec[dir] = prev
-		return prev, nil
-	}
-	sensDirsRead.Add(1)
-	ents, err := readDirAll(f)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	l := &listedDir{ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim, ents: ents,
-		trusted: now.Sub(time.Unix(st.Ctim.Unix())) > racyWindow,
-		sens:    make([]bool, len(ents)), isDir: make([]bool, len(ents))}
-	for i, e := range ents {
-		r := e.Name()
-		if rel != "" {
-			r = rel + "/" + r
-		}
-		_, l.sens[i], _ = fsafe.Classify(r)
-		l.isDir[i] = e.IsDir()
-	}
-	rec[dir] = l
-	return l, nil
-}
-
 // sensitiveNames lists up to n entries' relative names for a summary line.
 func sensitiveNames(ents []sensitiveEntry, n int) string {
 	var names []string
@@ -939,15 +745,6 @@ func sensitiveNames(ents []sensitiveEntry, n int) string {
 		names = append(names, e.rel)
 	}
 	return strings.Join(names, ", ")
-}
-
-// readDirAll reads every entry of the open directory f, from its start (f may have been read
-// before: the descriptor is rewound).
-func readDirAll(f *os.File) ([]fs.DirEntry, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return f.ReadDir(-1)
 }
 
 // MaxMasked is the most sensitive workspace entries one bubblewrap command masks (three

@@ -1,0 +1,595 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/tools/fsafe"
+)
+
+// The sensitive files of a workspace (the ones a bubblewrap command gets masked) are found by a
+// walk of the workspace, which costs a directory opened and statted per directory: seconds in a
+// workspace of 100,000 directories, at every command. The mask index keeps, for the life of the
+// process (the daemon: every session on a workspace), the listing of every directory the last
+// walk saw, and an inotify watch on each: a directory without an event since it was listed is
+// not opened again, and when no watched directory had an event since the last walk, the last
+// walk's list is the answer (no system call per directory at all).
+//
+// It fails closed. A listing is reused without a look only while inotify vouches for it: its
+// watch was placed before the directory was read, the watch is still there, no event arrived for
+// it, the event queue never overflowed since, and the process's mount table did not change
+// (poll on /proc/self/mountinfo: a mount over a workspace directory changes what its path shows
+// without an inotify event). Anything else — no inotify, the watch budget spent, a file system
+// whose changes inotify does not see (network and FUSE file systems: only local ones are
+// watched), an overflow, a mount change — falls back to revalidating that directory by its
+// inode, mtime and ctime (which any change to its entries updates and no system call can set
+// back), and to listing it again if they differ or if the directory changed too recently for its
+// timestamps to tell (racyWindow). A directory that had an event is always listed again.
+
+// sensitiveEntry is a sensitive path found below a workspace root.
+type sensitiveEntry struct {
+	path string // absolute: the name found (a symlink is resolved to its target)
+	rel  string // relative to its root, for messages
+	dir  bool
+}
+
+// rawSensitive is a sensitive name the walk found, before approvals and symlinks are applied.
+type rawSensitive struct {
+	abs, rel     string
+	dir, symlink bool
+}
+
+// listedDir is a directory the walk listed: its entries and what identified its state.
+type listedDir struct {
+	ino, dev     uint64
+	mtime, ctime unix.Timespec
+	trusted      bool   // listed long enough after its last change (see racyWindow)
+	wd           int32  // its inotify watch, placed before it was read; -1: none
+	seq          uint64 // the index's walk this listing was made (or last confirmed) in
+	// The entries that matter (sensitive, or a directory to walk into), sorted by name, and
+	// per entry: fsafe.Classify calls it sensitive; a directory; a symlink.
+	names                []string
+	sens, isDir, symlink []bool
+}
+
+// racyWindow: a directory whose ctime was less than this before it was listed may change
+// again within the same timestamp tick (coarse kernel clock, file systems with one- or
+// two-second timestamps), so that listing is never reused on its timestamps alone.
+const racyWindow = 2 * time.Second
+
+// masks is the process's mask index; sensClock and sensDirsRead are for tests.
+var (
+	masks        = newMaskIndex(true)
+	sensClock    = time.Now
+	sensDirsRead atomic.Int64
+)
+
+// maskIndex is the listings and watches of every workspace root walked in this process.
+type maskIndex struct {
+	mu      sync.Mutex
+	ifd     int // inotify descriptor (non-blocking); -1: none
+	mounts  *os.File
+	seq     uint64           // walks so far
+	changed map[int32]uint64 // per watch, the walk before which its last event was read
+	gone    map[int32]bool   // watches the kernel removed (directory deleted, unmounted)
+	// invalid: listings made before this walk are not vouched for (queue overflow, mounts
+	// changed); lastChange: the last walk that read any event or invalidation.
+	invalid, lastChange uint64
+	watches, budget     int
+	fsOK                map[uint64]bool // per device: a local file system inotify sees fully
+	roots               map[string]*rootIndex
+}
+
+// rootIndex is one workspace root's listings and its last result.
+type rootIndex struct {
+	dirs       map[string]*listedDir // by absolute path
+	resultKey  string                // the approvals the result was computed with
+	resultSeq  uint64
+	result     []rawSensitive
+	// unwatched are the directories behind the result that have no watch (the budget was
+	// spent, or their file system is not watched): looked at by their timestamps before the
+	// result is reused.
+	unwatched []unwatchedDir
+}
+
+type unwatchedDir struct {
+	rel string // below the root; "" the root
+	l   *listedDir
+}
+
+// unchanged reports whether every directory of dirs (below the root open as rfd) still has the
+// inode and timestamps of its listing, and was listed long enough after its last change for
+// those to tell. Each is opened by its relative path, refusing symlinks and anything outside
+// the root (openat2); the directories above it had no event, so the path leads where it led.
+func unchanged(rfd int, dirs []unwatchedDir) bool {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	for _, d := range dirs {
+		if !d.l.trusted || len(d.rel) >= unix.PathMax {
+			return false
+		}
+		rel := d.rel
+		if rel == "" {
+			rel = "."
+		}
+		fd, err := unix.Openat2(rfd, rel, &how)
+		if err != nil {
+			return false
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil || st.Ino != d.l.ino || st.Dev != d.l.dev || st.Mtim != d.l.mtime || st.Ctim != d.l.ctime {
+			return false
+		}
+	}
+	return true
+}
+
+// watchMask: a change of the directory's entries (created, deleted, moved in or out), of an
+// entry's metadata (mode, owner, link count), or of the directory itself (deleted, moved).
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+
+func newMaskIndex(useInotify bool) *maskIndex {
+	idx := &maskIndex{ifd: -1, changed: map[int32]uint64{}, gone: map[int32]bool{},
+		fsOK: map[uint64]bool{}, roots: map[string]*rootIndex{}}
+	if !useInotify {
+		return idx
+	}
+	// The kernel's watches are shared by every process of the user (editors watch the same
+	// workspace): take at most half.
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			idx.budget = n / 2
+		}
+	}
+	return idx
+}
+
+// start opens the inotify instance and the mount table on first use.
+func (idx *maskIndex) start() {
+	if idx.budget == 0 || idx.ifd >= 0 || idx.mounts != nil {
+		return
+	}
+	m, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		idx.budget = 0
+		return
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		m.Close()
+		idx.budget = 0
+		return
+	}
+	idx.ifd, idx.mounts = fd, m
+}
+
+// drain starts a walk: it reads every queued event (a change that completed before this call
+// has its event queued: inotify queues it within the system call that made it) and the mount
+// table's change flag.
+func (idx *maskIndex) drain() {
+	idx.seq++
+	if idx.ifd < 0 {
+		return
+	}
+	pfd := []unix.PollFd{{Fd: int32(idx.mounts.Fd()), Events: unix.POLLPRI}}
+	if n, err := unix.Poll(pfd, 0); err != nil || (n > 0 && pfd[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0) {
+		idx.invalidate()
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(idx.ifd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			if !errors.Is(err, unix.EAGAIN) {
+				idx.invalidate() // cannot tell what happened
+			}
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				idx.invalidate()
+				continue
+			}
+			idx.changed[ev.Wd] = idx.seq
+			idx.lastChange = idx.seq
+			if ev.Mask&unix.IN_IGNORED != 0 && !idx.gone[ev.Wd] {
+				idx.gone[ev.Wd] = true
+				idx.watches--
+			}
+		}
+	}
+}
+
+func (idx *maskIndex) invalidate() {
+	idx.invalid, idx.lastChange = idx.seq, idx.seq
+}
+
+// vouched reports whether l is known unchanged since it was listed, without looking.
+func (idx *maskIndex) vouched(l *listedDir) bool {
+	return l.wd >= 0 && l.seq >= idx.invalid && !idx.gone[l.wd] && idx.changed[l.wd] <= l.seq
+}
+
+// hadEvent reports whether l's watch reported a change after l was listed: a change its
+// timestamps may not show (an entry's link count or mode), so it is listed again.
+func (idx *maskIndex) hadEvent(l *listedDir) bool {
+	return l.wd >= 0 && (idx.gone[l.wd] || idx.changed[l.wd] > l.seq)
+}
+
+// watch places a watch on the open directory fd (device dev), if the budget and its file
+// system allow; -1 if not.
+func (idx *maskIndex) watch(fd int, dev uint64) int32 {
+	if idx.ifd < 0 || idx.watches >= idx.budget {
+		return -1
+	}
+	ok, known := idx.fsOK[dev]
+	if !known {
+		var sf unix.Statfs_t
+		ok = unix.Fstatfs(fd, &sf) == nil && localFS[int64(sf.Type)]
+		idx.fsOK[dev] = ok
+	}
+	if !ok {
+		return -1
+	}
+	wd, err := unix.InotifyAddWatch(idx.ifd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	if err != nil {
+		if errors.Is(err, unix.ENOSPC) {
+			idx.budget = idx.watches // the user's limit is reached: stop trying
+		}
+		return -1
+	}
+	w := int32(wd)
+	if _, seen := idx.changed[w]; !seen {
+		idx.watches++
+		idx.changed[w] = 0
+	} else if idx.gone[w] {
+		// A number the kernel gave out again (they wrap around): a new watch. Listings of the
+		// old one still see its last event.
+		delete(idx.gone, w)
+		idx.watches++
+	}
+	// A directory watched already (the same inode under another path, or moved) keeps its
+	// watch and its events.
+	return w
+}
+
+// localFS are the file systems whose every change inotify reports (changes made through
+// another host, as on NFS, SMB or FUSE file systems, are not).
+var localFS = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC: true, unix.XFS_SUPER_MAGIC: true, unix.BTRFS_SUPER_MAGIC: true,
+	unix.TMPFS_MAGIC: true, unix.F2FS_SUPER_MAGIC: true,
+}
+
+// findSensitive walks the workspace roots and returns every path that fsafe.Classify calls
+// sensitive to read (.env*, private keys, .netrc, *.pem, .ssh/, …), except the approved ones,
+// through the process's mask index (see above).
+func findSensitive(roots, approved []string) ([]sensitiveEntry, error) {
+	return masks.find(roots, approved)
+}
+
+// find returns the sensitive entries of roots. A sensitive directory is one entry (unless an
+// approved path lies below it: then its entries are listed one by one); symlinks are not
+// followed while walking, and a sensitive-named symlink is resolved to what it points at (a
+// dangling one is skipped: nothing to read).
+//
+// The walk goes by directory handles (openat from the parent's descriptor, never by absolute
+// path), so depth and path length do not stop it; and it fails closed: an error other than a
+// directory the user may not read (the command, running as the same user, cannot list it
+// either) is returned, and the command does not run. A sensitive file whose path a mount cannot
+// name (longer than PATH_MAX) is an error too.
+func (idx *maskIndex) find(roots, approved []string) ([]sensitiveEntry, error) {
+	ok := map[string]bool{}
+	for _, a := range approved {
+		if filepath.IsAbs(a) {
+			ok[filepath.Clean(a)] = true
+		}
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for a := range ok {
+			if !yield(a) {
+				return
+			}
+		}
+	})
+	key := strings.Join(keys, "\x00")
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	idx.start()
+	idx.drain()
+	var out []sensitiveEntry
+	for _, root := range roots {
+		raw, err := idx.root(root, ok, key)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
+		}
+		for _, r := range raw {
+			if ok[r.abs] {
+				continue
+			}
+			if len(r.abs) >= unix.PathMax {
+				return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %s… is sensitive (%s) and its path is longer than the %d bytes a mount can name, so it cannot be masked",
+					r.abs[:80], filepath.Base(r.abs), unix.PathMax)
+			}
+			if !r.symlink {
+				out = append(out, sensitiveEntry{path: r.abs, rel: r.rel, dir: r.dir})
+				continue
+			}
+			// Resolved at every command: what the link points at may change outside the
+			// workspace, where nothing watches.
+			t, err := filepath.EvalSymlinks(r.abs)
+			if err != nil || ok[t] {
+				continue
+			}
+			fi, err := os.Stat(t)
+			if err != nil {
+				continue
+			}
+			out = append(out, sensitiveEntry{path: t, rel: r.rel, dir: fi.IsDir()})
+		}
+	}
+	return out, nil
+}
+
+// root returns the sensitive names below root: the last result when no watched directory
+// changed since, else a walk that lists only the directories it cannot vouch for.
+func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSensitive, error) {
+	ri := idx.roots[root]
+	if ri == nil {
+		ri = &rootIndex{}
+		idx.roots[root] = ri
+	}
+	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	top := &dirRef{abs: root, fd: rfd}
+	defer top.close()
+	if ri.result != nil || ri.dirs != nil {
+		// The root itself is looked at every time: its path is resolved anew by each
+		// command, and may now name another directory.
+		var st unix.Stat_t
+		if err := unix.Fstat(rfd, &st); err != nil {
+			return nil, err
+		}
+		if l := ri.dirs[root]; l != nil && l.ino == st.Ino && l.dev == st.Dev && ri.resultKey == key &&
+			ri.resultSeq >= idx.lastChange && idx.vouched(l) && unchanged(rfd, ri.unwatched) {
+			return ri.result, nil
+		}
+	}
+	w := &walker{idx: idx, ok: ok, prev: ri.dirs, rec: map[string]*listedDir{}, now: sensClock()}
+	if err := w.walk(top, "", false); err != nil {
+		return nil, err
+	}
+	ri.dirs, ri.result, ri.resultKey, ri.resultSeq, ri.unwatched = w.rec, w.out, key, idx.seq, w.unwatched
+	if ri.result == nil {
+		ri.result = []rawSensitive{}
+	}
+	return ri.result, nil
+}
+
+// dirRef is a directory of the walk, opened (from its parent's descriptor) only when needed.
+type dirRef struct {
+	parent    *dirRef
+	name, abs string
+	fd        int // -1: not open
+}
+
+func (d *dirRef) open() (int, error) {
+	if d.fd >= 0 {
+		return d.fd, nil
+	}
+	pfd, err := d.parent.open()
+	if err != nil {
+		return -1, err
+	}
+	for {
+		fd, err := unix.Openat(pfd, d.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return -1, err
+		}
+		d.fd = fd
+		return fd, nil
+	}
+}
+
+func (d *dirRef) close() {
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+}
+
+type walker struct {
+	idx        *maskIndex
+	ok         map[string]bool
+	prev, rec  map[string]*listedDir
+	now        time.Time
+	out        []rawSensitive
+	unwatched  []unwatchedDir
+}
+
+func (w *walker) approvedBelow(dir string) bool {
+	for a := range w.ok {
+		if strings.HasPrefix(a, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *walker) walk(d *dirRef, rel string, forced bool) error {
+	l := w.prev[d.abs]
+	if l == nil || !w.idx.vouched(l) || d.parent == nil {
+		fd, err := d.open()
+		if err != nil {
+			if d.parent != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT)) {
+				return nil // unreadable for the command too, or gone
+			}
+			return fmt.Errorf("opening %s: %w", d.abs, err)
+		}
+		if l, err = w.list(fd, d.abs, rel, l); err != nil {
+			return fmt.Errorf("listing %s: %w", d.abs, err)
+		}
+	}
+	w.rec[d.abs] = l
+	if l.wd < 0 {
+		w.unwatched = append(w.unwatched, unwatchedDir{rel: rel, l: l})
+	}
+	for i, name := range l.names {
+		sens := forced || l.sens[i]
+		if !sens && !l.isDir[i] {
+			continue // neither sensitive nor walked into
+		}
+		abs := d.abs + "/" + name
+		r := name
+		if rel != "" {
+			r = rel + "/" + name
+		}
+		if !sens || (l.isDir[i] && w.approvedBelow(abs)) {
+			if !l.isDir[i] {
+				continue
+			}
+			sub := &dirRef{parent: d, name: name, abs: abs, fd: -1}
+			err := w.walk(sub, r, sens)
+			sub.close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		w.out = append(w.out, rawSensitive{abs: abs, rel: r, dir: l.isDir[i], symlink: l.symlink[i]})
+	}
+	return nil
+}
+
+// list returns the open directory fd's listing: prev when its inode and timestamps show it
+// unchanged (and no event said otherwise), else read anew. A watch is placed first, so that a
+// change made while it is read has an event.
+func (w *walker) list(fd int, dir, rel string, prev *listedDir) (*listedDir, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	wd := w.idx.watch(fd, st.Dev)
+	if wd >= 0 {
+		// Taken again after the watch is in place: a change in between shows in either.
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, err
+		}
+	}
+	if prev != nil && prev.trusted && !w.idx.hadEvent(prev) && prev.ino == st.Ino && prev.dev == st.Dev &&
+		prev.mtime == st.Mtim && prev.ctime == st.Ctim {
+		l := *prev
+		l.wd, l.seq = wd, w.idx.seq
+		return &l, nil
+	}
+	sensDirsRead.Add(1)
+	names, types, err := readNames(fd)
+	if err != nil {
+		return nil, err
+	}
+	l := &listedDir{ino: st.Ino, dev: st.Dev, mtime: st.Mtim, ctime: st.Ctim, wd: wd, seq: w.idx.seq,
+		trusted: w.now.Sub(time.Unix(st.Ctim.Unix())) > racyWindow}
+	for i, name := range names {
+		typ := types[i]
+		if typ == unix.DT_UNKNOWN {
+			var est unix.Stat_t
+			if err := unix.Fstatat(fd, name, &est, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				switch est.Mode & unix.S_IFMT {
+				case unix.S_IFDIR:
+					typ = unix.DT_DIR
+				case unix.S_IFLNK:
+					typ = unix.DT_LNK
+				}
+			}
+		}
+		r := name
+		if rel != "" {
+			r = rel + "/" + name
+		}
+		_, sens, _ := fsafe.Classify(r)
+		if !sens && typ != unix.DT_DIR {
+			continue // neither sensitive nor walked into: not kept
+		}
+		l.names = append(l.names, name)
+		l.sens = append(l.sens, sens)
+		l.isDir = append(l.isDir, typ == unix.DT_DIR)
+		l.symlink = append(l.symlink, typ == unix.DT_LNK)
+	}
+	return l, nil
+}
+
+// readNames reads the entries of the open directory fd (from its start), sorted by name, with
+// their types (DT_*).
+func readNames(fd int) ([]string, []uint8, error) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return nil, nil, err
+	}
+	type ent struct {
+		name string
+		typ  uint8
+	}
+	var ents []ent
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		for off := 0; off < n; {
+			de := (*unix.Dirent)(unsafe.Pointer(&buf[off]))
+			if de.Reclen == 0 {
+				return nil, nil, errors.New("bad directory entry")
+			}
+			off += int(de.Reclen)
+			nb := (*[256]byte)(unsafe.Pointer(&de.Name[0]))
+			nl := 0
+			for nl < len(nb) && nb[nl] != 0 {
+				nl++
+			}
+			name := string(nb[:nl])
+			if name == "." || name == ".." {
+				continue
+			}
+			ents = append(ents, ent{name, de.Type})
+		}
+	}
+	slices.SortFunc(ents, func(a, b ent) int { return strings.Compare(a.name, b.name) })
+	names, types := make([]string, len(ents)), make([]uint8, len(ents))
+	for i, e := range ents {
+		names[i], types[i] = e.name, e.typ
+	}
+	return names, types, nil
+}
