@@ -71,11 +71,12 @@ type listedDir struct {
 // two-second timestamps), so that listing is never reused on its timestamps alone.
 const racyWindow = 2 * time.Second
 
-// masks is the process's mask index; sensClock and sensDirsRead are for tests.
+// masks is the process's mask index; sensClock, sensDirsRead and sensDirsOpened are for tests.
 var (
-	masks        = newMaskIndex(true)
-	sensClock    = time.Now
-	sensDirsRead atomic.Int64
+	masks          = newMaskIndex(true)
+	sensClock      = time.Now
+	sensDirsRead   atomic.Int64
+	sensDirsOpened atomic.Int64
 )
 
 // maskIndex is the listings and watches of every workspace root walked in this process.
@@ -96,10 +97,10 @@ type maskIndex struct {
 
 // rootIndex is one workspace root's listings and its last result.
 type rootIndex struct {
-	dirs       map[string]*listedDir // by absolute path
-	resultKey  string                // the approvals the result was computed with
-	resultSeq  uint64
-	result     []rawSensitive
+	dirs      map[string]*listedDir // by absolute path
+	resultKey string                // the approvals the result was computed with
+	resultSeq uint64
+	result    []rawSensitive
 	// unwatched are the directories behind the result that have no watch (the budget was
 	// spent, or their file system is not watched): looked at by their timestamps before the
 	// result is reused.
@@ -410,6 +411,7 @@ func (d *dirRef) open() (int, error) {
 		if err != nil {
 			return -1, err
 		}
+		sensDirsOpened.Add(1)
 		d.fd = fd
 		return fd, nil
 	}
@@ -423,12 +425,12 @@ func (d *dirRef) close() {
 }
 
 type walker struct {
-	idx        *maskIndex
-	ok         map[string]bool
-	prev, rec  map[string]*listedDir
-	now        time.Time
-	out        []rawSensitive
-	unwatched  []unwatchedDir
+	idx       *maskIndex
+	ok        map[string]bool
+	prev, rec map[string]*listedDir
+	now       time.Time
+	out       []rawSensitive
+	unwatched []unwatchedDir
 }
 
 func (w *walker) approvedBelow(dir string) bool {
