@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,7 +82,9 @@ var (
 
 // maskIndex is the listings and watches of every workspace root walked in this process.
 type maskIndex struct {
-	mu      sync.Mutex
+	mu sync.Mutex // held for a whole find
+	// wmu guards the watch state below during a walk (its goroutines place watches).
+	wmu     sync.Mutex
 	ifd     int // inotify descriptor (non-blocking); -1: none
 	mounts  *os.File
 	seq     uint64           // walks so far
@@ -228,18 +231,24 @@ func (idx *maskIndex) invalidate() {
 
 // vouched reports whether l is known unchanged since it was listed, without looking.
 func (idx *maskIndex) vouched(l *listedDir) bool {
+	idx.wmu.Lock()
+	defer idx.wmu.Unlock()
 	return l.wd >= 0 && l.seq >= idx.invalid && !idx.gone[l.wd] && idx.changed[l.wd] <= l.seq
 }
 
 // hadEvent reports whether l's watch reported a change after l was listed: a change its
 // timestamps may not show (an entry's link count or mode), so it is listed again.
 func (idx *maskIndex) hadEvent(l *listedDir) bool {
+	idx.wmu.Lock()
+	defer idx.wmu.Unlock()
 	return l.wd >= 0 && (idx.gone[l.wd] || idx.changed[l.wd] > l.seq)
 }
 
 // watch places a watch on the open directory fd (device dev), if the budget and its file
 // system allow; -1 if not.
 func (idx *maskIndex) watch(fd int, dev uint64) int32 {
+	idx.wmu.Lock()
+	defer idx.wmu.Unlock()
 	if idx.ifd < 0 || idx.watches >= idx.budget {
 		return -1
 	}
@@ -377,10 +386,16 @@ func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSe
 			return ri.result, nil
 		}
 	}
-	w := &walker{idx: idx, ok: ok, prev: ri.dirs, rec: map[string]*listedDir{}, now: sensClock()}
-	if err := w.walk(top, "", false); err != nil {
+	w := &walker{idx: idx, ok: ok, prev: ri.dirs, rec: map[string]*listedDir{}, now: sensClock(),
+		slots: make(chan struct{}, walkers()-1)}
+	err = w.walk(top, "", false)
+	if err == nil {
+		err = w.err
+	}
+	if err != nil {
 		return nil, err
 	}
+	slices.SortFunc(w.out, func(a, b rawSensitive) int { return strings.Compare(a.rel, b.rel) })
 	ri.dirs, ri.result, ri.resultKey, ri.resultSeq, ri.unwatched = w.rec, w.out, key, idx.seq, w.unwatched
 	if ri.result == nil {
 		ri.result = []rawSensitive{}
@@ -392,10 +407,13 @@ func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSe
 type dirRef struct {
 	parent    *dirRef
 	name, abs string
-	fd        int // -1: not open
+	mu        sync.Mutex // subdirectories walked in parallel may open it at once
+	fd        int        // -1: not open
 }
 
 func (d *dirRef) open() (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.fd >= 0 {
 		return d.fd, nil
 	}
@@ -425,12 +443,24 @@ func (d *dirRef) close() {
 }
 
 type walker struct {
-	idx       *maskIndex
-	ok        map[string]bool
-	prev, rec map[string]*listedDir
-	now       time.Time
+	idx   *maskIndex
+	ok    map[string]bool
+	prev  map[string]*listedDir // read only during the walk
+	now   time.Time
+	slots chan struct{} // goroutines walking besides the first
+
+	mu        sync.Mutex
+	rec       map[string]*listedDir
 	out       []rawSensitive
 	unwatched []unwatchedDir
+	err       error
+	failed    atomic.Bool
+}
+
+// walkers is how many goroutines walk at once: the first walk of a workspace is system calls
+// (open, stat, getdents, a watch per directory), which the kernel runs in parallel.
+func walkers() int {
+	return min(16, 2*runtime.GOMAXPROCS(0))
 }
 
 func (w *walker) approvedBelow(dir string) bool {
@@ -443,6 +473,9 @@ func (w *walker) approvedBelow(dir string) bool {
 }
 
 func (w *walker) walk(d *dirRef, rel string, forced bool) error {
+	if w.failed.Load() {
+		return nil
+	}
 	l := w.prev[d.abs]
 	if l == nil || !w.idx.vouched(l) || d.parent == nil {
 		fd, err := d.open()
@@ -456,10 +489,8 @@ func (w *walker) walk(d *dirRef, rel string, forced bool) error {
 			return fmt.Errorf("listing %s: %w", d.abs, err)
 		}
 	}
-	w.rec[d.abs] = l
-	if l.wd < 0 {
-		w.unwatched = append(w.unwatched, unwatchedDir{rel: rel, l: l})
-	}
+	var found []rawSensitive
+	var wg sync.WaitGroup
 	for i, name := range l.names {
 		sens := forced || l.sens[i]
 		if !sens && !l.isDir[i] {
@@ -475,16 +506,49 @@ func (w *walker) walk(d *dirRef, rel string, forced bool) error {
 				continue
 			}
 			sub := &dirRef{parent: d, name: name, abs: abs, fd: -1}
-			err := w.walk(sub, r, sens)
-			sub.close()
-			if err != nil {
-				return err
+			run := func() {
+				if err := w.walk(sub, r, sens); err != nil {
+					w.fail(err)
+				}
+				sub.close()
+			}
+			// A subdirectory goes to another goroutine while one is free (the first walk
+			// of a large workspace is system calls, which run in parallel), else it is
+			// walked here. The parent's descriptor stays open until its subdirectories
+			// are done.
+			select {
+			case w.slots <- struct{}{}:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-w.slots }()
+					run()
+				}()
+			default:
+				run()
 			}
 			continue
 		}
-		w.out = append(w.out, rawSensitive{abs: abs, rel: r, dir: l.isDir[i], symlink: l.symlink[i]})
+		found = append(found, rawSensitive{abs: abs, rel: r, dir: l.isDir[i], symlink: l.symlink[i]})
 	}
+	w.mu.Lock()
+	w.rec[d.abs] = l
+	if l.wd < 0 {
+		w.unwatched = append(w.unwatched, unwatchedDir{rel: rel, l: l})
+	}
+	w.out = append(w.out, found...)
+	w.mu.Unlock()
+	wg.Wait()
 	return nil
+}
+
+func (w *walker) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.failed.Store(true)
 }
 
 // list returns the open directory fd's listing: prev when its inode and timestamps show it
@@ -499,8 +563,10 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (*listedDir, err
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	wd := w.idx.watch(fd, st.Dev)
-	if wd >= 0 {
-		// Taken again after the watch is in place: a change in between shows in either.
+	if wd >= 0 && prev != nil {
+		// Taken again after the watch is in place, to compare with prev: a change in between
+		// shows in either. (A new listing keeps the first: a change in between is in the
+		// listing, and the older timestamps only make the next look list it again.)
 		if err := unix.Fstat(fd, &st); err != nil {
 			return nil, err
 		}
