@@ -238,6 +238,13 @@ func (idx *maskIndex) vouched(l *listedDir) bool {
 
 // hadEvent reports whether l's watch reported a change after l was listed: a change its
 // timestamps may not show (an entry's link count or mode), so it is listed again.
+// live reports whether wd is a watch the kernel still holds.
+func (idx *maskIndex) live(wd int32) bool {
+	idx.wmu.Lock()
+	defer idx.wmu.Unlock()
+	return wd >= 0 && !idx.gone[wd]
+}
+
 func (idx *maskIndex) hadEvent(l *listedDir) bool {
 	idx.wmu.Lock()
 	defer idx.wmu.Unlock()
@@ -562,8 +569,15 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (*listedDir, err
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	wd := w.idx.watch(fd, st.Dev)
-	if wd >= 0 && prev != nil {
+	same := prev != nil && prev.ino == st.Ino && prev.dev == st.Dev
+	if same && w.idx.vouched(prev) {
+		return prev, nil // the root, looked at every time
+	}
+	wd := int32(-1)
+	if same && w.idx.live(prev.wd) {
+		// Its watch is still on this directory (a watch counts against the budget once).
+		wd = prev.wd
+	} else if wd = w.idx.watch(fd, st.Dev); wd >= 0 && prev != nil {
 		// Taken again after the watch is in place, to compare with prev: a change in between
 		// shows in either. (A new listing keeps the first: a change in between is in the
 		// listing, and the older timestamps only make the next look list it again.)
