@@ -91,57 +91,75 @@ type maskIndex struct {
 	changed map[int32]uint64 // per watch, the walk before which its last event was read
 	gone    map[int32]bool   // watches the kernel removed (directory deleted, unmounted)
 	// invalid: listings made before this walk are not vouched for (queue overflow, mounts
-	// changed); lastChange: the last walk that read any event or invalidation.
-	invalid, lastChange uint64
-	watches, budget     int
-	fsOK                map[uint64]bool // per device: a local file system inotify sees fully
-	roots               map[string]*rootIndex
+	// changed).
+	invalid         uint64
+	watches, budget int
+	fsOK            map[uint64]bool   // per device: a local file system inotify sees fully
+	byWD            map[int32][]*node // the directories each watch is on (one inode, maybe several paths)
+	roots           map[string]*rootIndex
 }
 
-// rootIndex is one workspace root's listings and its last result.
+// rootIndex is one workspace root's index: a tree of the directories walked into.
 type rootIndex struct {
-	dirs      map[string]*listedDir // by absolute path
-	resultKey string                // the approvals the result was computed with
-	resultSeq uint64
-	result    []rawSensitive
-	// unwatched are the directories behind the result that have no watch (the budget was
-	// spent, or their file system is not watched): looked at by their timestamps before the
-	// result is reused.
-	unwatched []unwatchedDir
+	top       *node
+	key       string         // the approvals the tree was built with
+	seq       uint64         // the index's walk that last brought it up to date
+	unwatched map[*node]bool // directories without a watch: looked at by their timestamps at each walk
+	found     map[*node]bool // directories holding sensitive entries
 }
 
-type unwatchedDir struct {
-	rel string // below the root; "" the root
-	l   *listedDir
+// node is a directory of a root's index.
+type node struct {
+	parent *node
+	name   string
+	l      *listedDir       // nil: not listed yet, or unreadable
+	subs   map[string]*node // the subdirectories walked into
+	found  []rawSensitive   // the sensitive entries directly in it
+	forced bool             // inside a sensitive directory (its entries are listed one by one)
+	// dirty: it must be looked at (an event for its watch, or its timestamps changed while
+	// unwatched); below: a directory under it is dirty. Set before a walk, cleared by it.
+	dirty, below bool
 }
 
-// unchanged reports whether every directory of dirs (below the root open as rfd) still has the
-// inode and timestamps of its listing, and was listed long enough after its last change for
-// those to tell. Each is opened by its relative path, refusing symlinks and anything outside
-// the root (openat2); the directories above it had no event, so the path leads where it led.
-func unchanged(rfd int, dirs []unwatchedDir) bool {
+func (n *node) rel() string {
+	if n.parent == nil {
+		return ""
+	}
+	if p := n.parent.rel(); p != "" {
+		return p + "/" + n.name
+	}
+	return n.name
+}
+
+// mark makes the walk look at n (and so visit every directory above it).
+func (n *node) mark() {
+	n.dirty = true
+	for p := n.parent; p != nil && !p.below; p = p.parent {
+		p.below = true
+	}
+}
+
+// unchanged reports whether the directory rel (below the root open as rfd) still has the inode
+// and timestamps of its listing l, and was listed long enough after its last change for those
+// to tell. It is opened by its relative path, refusing symlinks and anything outside the root
+// (openat2); the directories above it had no event, so the path leads where it led.
+func unchanged(rfd int, rel string, l *listedDir) bool {
+	if l == nil || !l.trusted || len(rel) >= unix.PathMax {
+		return false
+	}
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
-	for _, d := range dirs {
-		if !d.l.trusted || len(d.rel) >= unix.PathMax {
-			return false
-		}
-		rel := d.rel
-		if rel == "" {
-			rel = "."
-		}
-		fd, err := unix.Openat2(rfd, rel, &how)
-		if err != nil {
-			return false
-		}
-		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		unix.Close(fd)
-		if err != nil || st.Ino != d.l.ino || st.Dev != d.l.dev || st.Mtim != d.l.mtime || st.Ctim != d.l.ctime {
-			return false
-		}
+	if rel == "" {
+		rel = "."
 	}
-	return true
+	fd, err := unix.Openat2(rfd, rel, &how)
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	return err == nil && st.Ino == l.ino && st.Dev == l.dev && st.Mtim == l.mtime && st.Ctim == l.ctime
 }
 
 // watchMask: a change of the directory's entries (created, deleted, moved in or out), of an
@@ -151,7 +169,7 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 
 func newMaskIndex(useInotify bool) *maskIndex {
 	idx := &maskIndex{ifd: -1, changed: map[int32]uint64{}, gone: map[int32]bool{},
-		fsOK: map[uint64]bool{}, roots: map[string]*rootIndex{}}
+		fsOK: map[uint64]bool{}, byWD: map[int32][]*node{}, roots: map[string]*rootIndex{}}
 	if !useInotify {
 		return idx
 	}
@@ -216,7 +234,9 @@ func (idx *maskIndex) drain() {
 				continue
 			}
 			idx.changed[ev.Wd] = idx.seq
-			idx.lastChange = idx.seq
+			for _, n := range idx.byWD[ev.Wd] {
+				n.mark()
+			}
 			if ev.Mask&unix.IN_IGNORED != 0 && !idx.gone[ev.Wd] {
 				idx.gone[ev.Wd] = true
 				idx.watches--
@@ -226,7 +246,7 @@ func (idx *maskIndex) drain() {
 }
 
 func (idx *maskIndex) invalidate() {
-	idx.invalid, idx.lastChange = idx.seq, idx.seq
+	idx.invalid = idx.seq
 }
 
 // vouched reports whether l is known unchanged since it was listed, without looking.
@@ -367,47 +387,104 @@ func (idx *maskIndex) find(roots, approved []string) ([]sensitiveEntry, error) {
 	return out, nil
 }
 
-// root returns the sensitive names below root: the last result when no watched directory
-// changed since, else a walk that lists only the directories it cannot vouch for.
+// root returns the sensitive names below root, bringing its index up to date: it looks only
+// at the directories marked (an event, changed timestamps of an unwatched one, new), and the
+// ones on the way to them; after a lost event or a mount change, at every directory.
 func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSensitive, error) {
-	ri := idx.roots[root]
-	if ri == nil {
-		ri = &rootIndex{}
-		idx.roots[root] = ri
-	}
 	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
 	top := &dirRef{abs: root, fd: rfd}
 	defer top.close()
-	if ri.result != nil || ri.dirs != nil {
-		// The root itself is looked at every time: its path is resolved anew by each
-		// command, and may now name another directory.
-		var st unix.Stat_t
-		if err := unix.Fstat(rfd, &st); err != nil {
-			return nil, err
-		}
-		if l := ri.dirs[root]; l != nil && l.ino == st.Ino && l.dev == st.Dev && ri.resultKey == key &&
-			ri.resultSeq >= idx.lastChange && idx.vouched(l) && unchanged(rfd, ri.unwatched) {
-			return ri.result, nil
-		}
-	}
-	w := &walker{idx: idx, ok: ok, prev: ri.dirs, rec: map[string]*listedDir{}, now: sensClock(),
-		slots: make(chan struct{}, walkers()-1)}
-	err = w.walk(top, "", false)
-	if err == nil {
-		err = w.err
-	}
-	if err != nil {
+	// The root itself is looked at every time: its path is resolved anew by each command,
+	// and may now name another directory.
+	var st unix.Stat_t
+	if err := unix.Fstat(rfd, &st); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(w.out, func(a, b rawSensitive) int { return strings.Compare(a.rel, b.rel) })
-	ri.dirs, ri.result, ri.resultKey, ri.resultSeq, ri.unwatched = w.rec, w.out, key, idx.seq, w.unwatched
-	if ri.result == nil {
-		ri.result = []rawSensitive{}
+	ri := idx.roots[root]
+	if ri == nil || ri.key != key || ri.top.l == nil || ri.top.l.ino != st.Ino || ri.top.l.dev != st.Dev {
+		if ri != nil {
+			idx.drop(ri)
+		}
+		ri = &rootIndex{top: &node{dirty: true}, key: key, unwatched: map[*node]bool{}, found: map[*node]bool{}}
+		idx.roots[root] = ri
 	}
-	return ri.result, nil
+	w := &walker{idx: idx, ri: ri, ok: ok, now: sensClock(), all: idx.invalid > ri.seq,
+		slots: make(chan struct{}, walkers()-1)}
+	if !w.all {
+		idx.checkUnwatched(rfd, ri)
+	}
+	w.visit(ri.top, top, "", false)
+	if w.err != nil {
+		// Marks may be half cleared: the next walk starts afresh.
+		idx.drop(ri)
+		delete(idx.roots, root)
+		return nil, w.err
+	}
+	ri.seq = idx.seq
+	var out []rawSensitive
+	for n := range ri.found {
+		out = append(out, n.found...)
+	}
+	slices.SortFunc(out, func(a, b rawSensitive) int { return strings.Compare(a.rel, b.rel) })
+	return out, nil
+}
+
+// checkUnwatched marks the directories without a watch whose timestamps changed (or cannot
+// tell), in parallel goroutines: each is a few system calls.
+func (idx *maskIndex) checkUnwatched(rfd int, ri *rootIndex) {
+	type check struct {
+		n   *node
+		rel string
+	}
+	var todo []check
+	for n := range ri.unwatched {
+		todo = append(todo, check{n, n.rel()})
+	}
+	changed := make([]bool, len(todo))
+	k := min(walkers(), len(todo)/64+1)
+	var wg sync.WaitGroup
+	for g := range k {
+		wg.Go(func() {
+			for i := g; i < len(todo); i += k {
+				changed[i] = !unchanged(rfd, todo[i].rel, todo[i].n.l)
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range todo {
+		if changed[i] {
+			c.n.mark()
+		}
+	}
+}
+
+// drop forgets a root's tree (its watches stay, unused, until their directories go).
+func (idx *maskIndex) drop(ri *rootIndex) {
+	idx.wmu.Lock()
+	defer idx.wmu.Unlock()
+	var rm func(n *node)
+	rm = func(n *node) {
+		if n.l != nil && n.l.wd >= 0 {
+			idx.unindex(n.l.wd, n)
+		}
+		for _, c := range n.subs {
+			rm(c)
+		}
+	}
+	rm(ri.top)
+}
+
+// unindex removes n from the directories of watch wd (idx.wmu held).
+func (idx *maskIndex) unindex(wd int32, n *node) {
+	ns := slices.DeleteFunc(idx.byWD[wd], func(m *node) bool { return m == n })
+	if len(ns) == 0 {
+		delete(idx.byWD, wd)
+	} else {
+		idx.byWD[wd] = ns
+	}
 }
 
 // dirRef is a directory of the walk, opened (from its parent's descriptor) only when needed.
@@ -451,17 +528,15 @@ func (d *dirRef) close() {
 
 type walker struct {
 	idx   *maskIndex
+	ri    *rootIndex
 	ok    map[string]bool
-	prev  map[string]*listedDir // read only during the walk
 	now   time.Time
+	all   bool          // look at every directory (events were lost, or mounts changed)
 	slots chan struct{} // goroutines walking besides the first
 
-	mu        sync.Mutex
-	rec       map[string]*listedDir
-	out       []rawSensitive
-	unwatched []unwatchedDir
-	err       error
-	failed    atomic.Bool
+	mu     sync.Mutex // guards ri.unwatched, ri.found and err
+	err    error
+	failed atomic.Bool
 }
 
 // walkers is how many goroutines walk at once: the first walk of a workspace is system calls
@@ -479,74 +554,169 @@ func (w *walker) approvedBelow(dir string) bool {
 	return false
 }
 
-func (w *walker) walk(d *dirRef, rel string, forced bool) error {
+// visit brings n (the directory d, rel below the root) up to date: it looks at n when told to
+// or when nothing vouches for its listing, and goes on into the subdirectories that are marked,
+// new, or whose parent was just listed anew.
+func (w *walker) visit(n *node, d *dirRef, rel string, look bool) {
 	if w.failed.Load() {
-		return nil
+		return
 	}
-	l := w.prev[d.abs]
-	if l == nil || !w.idx.vouched(l) || d.parent == nil {
+	look = look || w.all || n.dirty || n.l == nil || !w.idx.vouched(n.l)
+	n.dirty, n.below = false, false
+	fresh := false
+	if look {
 		fd, err := d.open()
 		if err != nil {
-			if d.parent != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT)) {
-				return nil // unreadable for the command too, or gone
+			if n.parent != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT)) {
+				// Unreadable for the command too, or gone: nothing in it to mask. Tried
+				// again at each walk (it has no watch).
+				w.forget(n)
+				return
 			}
-			return fmt.Errorf("opening %s: %w", d.abs, err)
+			w.fail(fmt.Errorf("opening %s: %w", d.abs, err))
+			return
 		}
-		if l, err = w.list(fd, d.abs, rel, l); err != nil {
-			return fmt.Errorf("listing %s: %w", d.abs, err)
+		l, isNew, err := w.list(fd, d.abs, rel, n.l)
+		if err != nil {
+			w.fail(fmt.Errorf("listing %s: %w", d.abs, err))
+			return
+		}
+		w.setListing(n, l)
+		if isNew {
+			fresh = true
+			w.reconcile(n, d.abs, rel)
 		}
 	}
-	var found []rawSensitive
 	var wg sync.WaitGroup
-	for i, name := range l.names {
-		sens := forced || l.sens[i]
-		if !sens && !l.isDir[i] {
-			continue // neither sensitive nor walked into
+	for name, sub := range n.subs {
+		if !fresh && !w.all && !sub.dirty && !sub.below && sub.l != nil {
+			continue
 		}
-		abs := d.abs + "/" + name
 		r := name
 		if rel != "" {
 			r = rel + "/" + name
 		}
-		if !sens || (l.isDir[i] && w.approvedBelow(abs)) {
+		ref := &dirRef{parent: d, name: name, abs: d.abs + "/" + name, fd: -1}
+		run := func() {
+			// A directory listed anew has its subdirectories looked at too (their
+			// inodes may not be the ones listed before under those names).
+			w.visit(sub, ref, r, fresh)
+			ref.close()
+		}
+		// A subdirectory goes to another goroutine while one is free (the first walk of a
+		// large workspace is system calls, which run in parallel), else it is walked here.
+		// The parent's descriptor stays open until its subdirectories are done.
+		select {
+		case w.slots <- struct{}{}:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-w.slots }()
+				run()
+			}()
+		default:
+			run()
+		}
+	}
+	wg.Wait()
+}
+
+// reconcile sets n's sensitive entries and subdirectories from its new listing (of abs, rel).
+func (w *walker) reconcile(n *node, abs, rel string) {
+	l := n.l
+	subs := map[string]*node{}
+	var found []rawSensitive
+	for i, name := range l.names {
+		sens := n.forced || l.sens[i]
+		if !sens && !l.isDir[i] {
+			continue // neither sensitive nor walked into
+		}
+		eabs := abs + "/" + name
+		r := name
+		if rel != "" {
+			r = rel + "/" + name
+		}
+		if !sens || (l.isDir[i] && w.approvedBelow(eabs)) {
 			if !l.isDir[i] {
 				continue
 			}
-			sub := &dirRef{parent: d, name: name, abs: abs, fd: -1}
-			run := func() {
-				if err := w.walk(sub, r, sens); err != nil {
-					w.fail(err)
-				}
-				sub.close()
+			sub := n.subs[name]
+			if sub == nil || sub.forced != sens {
+				sub = &node{parent: n, name: name, forced: sens, dirty: true}
 			}
-			// A subdirectory goes to another goroutine while one is free (the first walk
-			// of a large workspace is system calls, which run in parallel), else it is
-			// walked here. The parent's descriptor stays open until its subdirectories
-			// are done.
-			select {
-			case w.slots <- struct{}{}:
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer func() { <-w.slots }()
-					run()
-				}()
-			default:
-				run()
-			}
+			subs[name] = sub
 			continue
 		}
-		found = append(found, rawSensitive{abs: abs, rel: r, dir: l.isDir[i], symlink: l.symlink[i]})
+		found = append(found, rawSensitive{abs: eabs, rel: r, dir: l.isDir[i], symlink: l.symlink[i]})
 	}
+	for name, old := range n.subs {
+		if subs[name] != old {
+			w.removeTree(old)
+		}
+	}
+	n.subs, n.found = subs, found
 	w.mu.Lock()
-	w.rec[d.abs] = l
-	if l.wd < 0 {
-		w.unwatched = append(w.unwatched, unwatchedDir{rel: rel, l: l})
+	if len(found) > 0 {
+		w.ri.found[n] = true
+	} else {
+		delete(w.ri.found, n)
 	}
-	w.out = append(w.out, found...)
 	w.mu.Unlock()
-	wg.Wait()
-	return nil
+}
+
+// setListing records n's listing l, and which watch (if any) vouches for it.
+func (w *walker) setListing(n *node, l *listedDir) {
+	old := n.l
+	n.l = l
+	w.idx.wmu.Lock()
+	if old != nil && old.wd >= 0 && old.wd != l.wd {
+		w.idx.unindex(old.wd, n)
+	}
+	if l.wd >= 0 && (old == nil || old.wd != l.wd) {
+		w.idx.byWD[l.wd] = append(w.idx.byWD[l.wd], n)
+	}
+	w.idx.wmu.Unlock()
+	w.mu.Lock()
+	if l.wd < 0 {
+		w.ri.unwatched[n] = true
+	} else {
+		delete(w.ri.unwatched, n)
+	}
+	w.mu.Unlock()
+}
+
+// forget empties n (unreadable or gone): no entries, no listing; it stays among the unwatched,
+// looked at again by the next walk.
+func (w *walker) forget(n *node) {
+	for _, c := range n.subs {
+		w.removeTree(c)
+	}
+	w.idx.wmu.Lock()
+	if n.l != nil && n.l.wd >= 0 {
+		w.idx.unindex(n.l.wd, n)
+	}
+	w.idx.wmu.Unlock()
+	n.l, n.subs, n.found = nil, nil, nil
+	w.mu.Lock()
+	delete(w.ri.found, n)
+	w.ri.unwatched[n] = true
+	w.mu.Unlock()
+}
+
+// removeTree forgets n and everything below it (no longer there, or no longer walked into).
+func (w *walker) removeTree(n *node) {
+	for _, c := range n.subs {
+		w.removeTree(c)
+	}
+	w.idx.wmu.Lock()
+	if n.l != nil && n.l.wd >= 0 {
+		w.idx.unindex(n.l.wd, n)
+	}
+	w.idx.wmu.Unlock()
+	w.mu.Lock()
+	delete(w.ri.found, n)
+	delete(w.ri.unwatched, n)
+	w.mu.Unlock()
 }
 
 func (w *walker) fail(err error) {
@@ -558,20 +728,21 @@ func (w *walker) fail(err error) {
 	w.failed.Store(true)
 }
 
-// list returns the open directory fd's listing: prev when its inode and timestamps show it
-// unchanged (and no event said otherwise), else read anew. A watch is placed first, so that a
+// list returns the open directory fd's listing: prev when its watch vouches for it, a copy of
+// prev when its inode and timestamps show it unchanged (and no event said otherwise), else one
+// read anew (isNew). A watch is placed first, so that a
 // change made while it is read has an event.
-func (w *walker) list(fd int, dir, rel string, prev *listedDir) (*listedDir, error) {
+func (w *walker) list(fd int, dir, rel string, prev *listedDir) (l *listedDir, isNew bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil, fmt.Errorf("%s is not a directory", dir)
+		return nil, false, fmt.Errorf("%s is not a directory", dir)
 	}
 	same := prev != nil && prev.ino == st.Ino && prev.dev == st.Dev
 	if same && w.idx.vouched(prev) {
-		return prev, nil // the root, looked at every time
+		return prev, false, nil
 	}
 	wd := int32(-1)
 	if same && w.idx.live(prev.wd) {
@@ -582,21 +753,21 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (*listedDir, err
 		// shows in either. (A new listing keeps the first: a change in between is in the
 		// listing, and the older timestamps only make the next look list it again.)
 		if err := unix.Fstat(fd, &st); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if prev != nil && prev.trusted && !w.idx.hadEvent(prev) && prev.ino == st.Ino && prev.dev == st.Dev &&
 		prev.mtime == st.Mtim && prev.ctime == st.Ctim {
-		l := *prev
-		l.wd, l.seq = wd, w.idx.seq
-		return &l, nil
+		c := *prev
+		c.wd, c.seq = wd, w.idx.seq
+		return &c, false, nil
 	}
 	sensDirsRead.Add(1)
 	names, types, err := readNames(fd)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	l := &listedDir{ino: st.Ino, dev: st.Dev, mtime: st.Mtim, ctime: st.Ctim, wd: wd, seq: w.idx.seq,
+	l = &listedDir{ino: st.Ino, dev: st.Dev, mtime: st.Mtim, ctime: st.Ctim, wd: wd, seq: w.idx.seq,
 		trusted: w.now.Sub(time.Unix(st.Ctim.Unix())) > racyWindow}
 	for i, name := range names {
 		typ := types[i]
@@ -624,7 +795,7 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (*listedDir, err
 		l.isDir = append(l.isDir, typ == unix.DT_DIR)
 		l.symlink = append(l.symlink, typ == unix.DT_LNK)
 	}
-	return l, nil
+	return l, true, nil
 }
 
 // readNames reads the entries of the open directory fd (from its start), sorted by name, with
