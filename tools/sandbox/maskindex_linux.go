@@ -231,6 +231,7 @@ func (idx *maskIndex) drain() {
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 				idx.invalidate()
+				idx.recount()
 				continue
 			}
 			idx.changed[ev.Wd] = idx.seq
@@ -243,6 +244,19 @@ func (idx *maskIndex) drain() {
 			}
 		}
 	}
+}
+
+// recount takes the number of watches held from the kernel (/proc/self/fdinfo), after lost
+// events may have hidden some removals. The watches whose removal was lost stay in gone's
+// complement, harmlessly: a walk after lost events places every watch again.
+func (idx *maskIndex) recount() {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(idx.ifd))
+	if err != nil {
+		return
+	}
+	idx.wmu.Lock()
+	idx.watches = strings.Count(string(b), "inotify wd:")
+	idx.wmu.Unlock()
 }
 
 func (idx *maskIndex) invalidate() {
@@ -745,8 +759,10 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (l *listedDir, i
 		return prev, false, nil
 	}
 	wd := int32(-1)
-	if same && w.idx.live(prev.wd) {
+	if same && !w.all && w.idx.live(prev.wd) {
 		// Its watch is still on this directory (a watch counts against the budget once).
+		// After lost events a watch is placed again: its removal may have been among them
+		// (the directory deleted, and its inode number given to a new one).
 		wd = prev.wd
 	} else if wd = w.idx.watch(fd, st.Dev); wd >= 0 && prev != nil {
 		// Taken again after the watch is in place, to compare with prev: a change in between
