@@ -159,7 +159,11 @@ type Info struct {
 // HardLinked reports a regular file with more than one name. Its content may be reachable from
 // outside the workspace under another name, so reading it may disclose an outside file; writing
 // it is safe (the atomic rename gives this name new content and leaves the other names alone).
-func (i Info) HardLinked() bool { return i.Mode.IsRegular() && i.Links > 1 }
+func (i Info) HardLinked() bool { return HardLinked(i.Mode.IsRegular(), i.Links) }
+
+// HardLinked is the rule for a file with links: a regular file with more than one name. The
+// file tools withhold or ask for such a file; the sandbox masks one that is a sensitive file's.
+func HardLinked(regular bool, links uint64) bool { return regular && links > 1 }
 
 func infoOf(fi fs.FileInfo) Info {
 	in := Info{Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -65,7 +66,26 @@ type listedDir struct {
 	// per entry: fsafe.Classify calls it sensitive; a directory; a symlink.
 	names                []string
 	sens, isDir, symlink []bool
+	links                []linkEnt
 }
+
+// linkEnt is a regular file of a listing whose inode matters for hard links: a sensitive one
+// (whatever its link count: a name made for it later changes only its count), or an ordinary
+// one with other names (fsafe.HardLinked), which is masked when it is a sensitive file's.
+type linkEnt struct {
+	name     string
+	dev, ino uint64
+	sens     bool
+}
+
+// rawLink is a linkEnt found by the walk.
+type rawLink struct {
+	abs, rel string
+	dev, ino uint64
+	sens     bool
+}
+
+type devIno struct{ dev, ino uint64 }
 
 // racyWindow: a directory whose ctime was less than this before it was listed may change
 // again within the same timestamp tick (coarse kernel clock, file systems with one- or
@@ -96,16 +116,17 @@ type maskIndex struct {
 	watches, budget int
 	fsOK            map[uint64]bool   // per device: a local file system inotify sees fully
 	byWD            map[int32][]*node // the directories each watch is on (one inode, maybe several paths)
+	linksSeen       map[devIno]uint64 // sensitive files' link counts last found partly outside the roots
 	roots           map[string]*rootIndex
 }
 
 // rootIndex is one workspace root's index: a tree of the directories walked into.
 type rootIndex struct {
 	top       *node
-	key       string         // the approvals the tree was built with
 	seq       uint64         // the index's walk that last brought it up to date
 	unwatched map[*node]bool // directories without a watch: looked at by their timestamps at each walk
 	found     map[*node]bool // directories holding sensitive entries
+	linked    map[*node]bool // directories holding links
 }
 
 // node is a directory of a root's index.
@@ -115,7 +136,7 @@ type node struct {
 	l      *listedDir       // nil: not listed yet, or unreadable
 	subs   map[string]*node // the subdirectories walked into
 	found  []rawSensitive   // the sensitive entries directly in it
-	forced bool             // inside a sensitive directory (its entries are listed one by one)
+	links  []rawLink        // its regular files that matter for hard links
 	// dirty: it must be looked at (an event for its watch, or its timestamps changed while
 	// unwatched); below: a directory under it is dirty. Set before a walk, cleared by it.
 	dirty, below bool
@@ -169,7 +190,7 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 
 func newMaskIndex(useInotify bool) *maskIndex {
 	idx := &maskIndex{ifd: -1, changed: map[int32]uint64{}, gone: map[int32]bool{},
-		fsOK: map[uint64]bool{}, byWD: map[int32][]*node{}, roots: map[string]*rootIndex{}}
+		fsOK: map[uint64]bool{}, byWD: map[int32][]*node{}, linksSeen: map[devIno]uint64{}, roots: map[string]*rootIndex{}}
 	if !useInotify {
 		return idx
 	}
@@ -334,8 +355,8 @@ var localFS = map[int64]bool{
 // findSensitive walks the workspace roots and returns every path that fsafe.Classify calls
 // sensitive to read (.env*, private keys, .netrc, *.pem, .ssh/, …), except the approved ones,
 // through the process's mask index (see above).
-func findSensitive(roots, approved []string) ([]sensitiveEntry, error) {
-	return masks.find(roots, approved)
+func findSensitive(roots, approved, secrets []string) ([]sensitiveEntry, error) {
+	return masks.find(roots, approved, secrets)
 }
 
 // find returns the sensitive entries of roots. A sensitive directory is one entry (unless an
@@ -343,71 +364,227 @@ func findSensitive(roots, approved []string) ([]sensitiveEntry, error) {
 // followed while walking, and a sensitive-named symlink is resolved to what it points at (a
 // dangling one is skipped: nothing to read).
 //
+// A regular file with other names (fsafe.HardLinked, the file tools' rule) is an entry too
+// when it is one of the sensitive files': a sensitive regular file in a root, a file in a
+// sensitive directory of a root, or a file under secrets (the $HOME secrets, masked apart). An
+// approval never unmasks such a link. Other hard-linked files stay readable: build tools make
+// them (cargo links each binary it builds, pnpm links node_modules from its store), and masking
+// them would break those builds (see docs/security.md).
+//
 // The walk goes by directory handles (openat from the parent's descriptor, never by absolute
 // path), so depth and path length do not stop it; and it fails closed: an error other than a
 // directory the user may not read (the command, running as the same user, cannot list it
 // either) is returned, and the command does not run. A sensitive file whose path a mount cannot
 // name (longer than PATH_MAX) is an error too.
-func (idx *maskIndex) find(roots, approved []string) ([]sensitiveEntry, error) {
+func (idx *maskIndex) find(roots, approved, secrets []string) ([]sensitiveEntry, error) {
 	ok := map[string]bool{}
 	for _, a := range approved {
 		if filepath.IsAbs(a) {
 			ok[filepath.Clean(a)] = true
 		}
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
+	approvedBelow := func(dir string) bool {
 		for a := range ok {
-			if !yield(a) {
-				return
+			if strings.HasPrefix(a, dir+"/") {
+				return true
 			}
 		}
-	})
-	key := strings.Join(keys, "\x00")
+		return false
+	}
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	idx.start()
 	idx.drain()
 	var out []sensitiveEntry
-	for _, root := range roots {
-		raw, err := idx.root(root, ok, key)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
+	secretInodes := map[devIno]bool{}
+	scan := &inodeScan{into: secretInodes, left: maxSecretScan}
+	var candidates []rawLink
+	tooLong := func(abs string) error {
+		return fmt.Errorf("sandbox: finding the sensitive files to mask: %s… is sensitive (%s) and its path is longer than the %d bytes a mount can name, so it cannot be masked",
+			abs[:80], filepath.Base(abs), unix.PathMax)
+	}
+	// add records a sensitive name (a symlink is resolved: at every command, since what it points
+	// at may change outside the workspace, where nothing watches); a sensitive directory with an
+	// approved path below is listed one entry at a time instead, afresh at each command.
+	var add func(abs, rel string, dir, symlink bool) error
+	add = func(abs, rel string, dir, symlink bool) error {
+		if dir && !symlink {
+			scan.path(abs)
+			if approvedBelow(abs) {
+				ents, err := os.ReadDir(abs)
+				if err != nil {
+					if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
+						return nil // unreadable for the command too, or gone
+					}
+					return err
+				}
+				for _, e := range ents {
+					if err := add(abs+"/"+e.Name(), rel+"/"+e.Name(), e.IsDir(), e.Type()&fs.ModeSymlink != 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 		}
+		if ok[abs] {
+			return nil
+		}
+		if len(abs) >= unix.PathMax {
+			return tooLong(abs)
+		}
+		if !symlink {
+			out = append(out, sensitiveEntry{path: abs, rel: rel, dir: dir})
+			return nil
+		}
+		t, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil
+		}
+		scan.path(t)
+		if ok[t] {
+			return nil
+		}
+		fi, err := os.Stat(t)
+		if err != nil {
+			return nil
+		}
+		out = append(out, sensitiveEntry{path: t, rel: rel, dir: fi.IsDir()})
+		return nil
+	}
+	raws, links, err := idx.walkRoots(roots)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
+	}
+	for _, raw := range raws {
 		for _, r := range raw {
-			if ok[r.abs] {
+			if err := add(r.abs, r.rel, r.dir, r.symlink); err != nil {
+				return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %w", err)
+			}
+		}
+	}
+	{
+		for _, l := range links {
+			if l.sens {
+				secretInodes[devIno{l.dev, l.ino}] = true
+			} else {
+				candidates = append(candidates, l)
+			}
+		}
+	}
+	if len(candidates) > 0 {
+		for _, sp := range secrets {
+			scan.path(sp)
+		}
+		for _, c := range candidates {
+			if !secretInodes[devIno{c.dev, c.ino}] {
 				continue
 			}
-			if len(r.abs) >= unix.PathMax {
-				return nil, fmt.Errorf("sandbox: finding the sensitive files to mask: %s… is sensitive (%s) and its path is longer than the %d bytes a mount can name, so it cannot be masked",
-					r.abs[:80], filepath.Base(r.abs), unix.PathMax)
+			if len(c.abs) >= unix.PathMax {
+				return nil, tooLong(c.abs)
 			}
-			if !r.symlink {
-				out = append(out, sensitiveEntry{path: r.abs, rel: r.rel, dir: r.dir})
-				continue
-			}
-			// Resolved at every command: what the link points at may change outside the
-			// workspace, where nothing watches.
-			t, err := filepath.EvalSymlinks(r.abs)
-			if err != nil || ok[t] {
-				continue
-			}
-			fi, err := os.Stat(t)
-			if err != nil {
-				continue
-			}
-			out = append(out, sensitiveEntry{path: t, rel: r.rel, dir: fi.IsDir()})
+			out = append(out, sensitiveEntry{path: c.abs, rel: c.rel})
 		}
 	}
 	return out, nil
 }
 
+// walkRoots brings the roots' trees up to date and returns their sensitive names and links. A
+// new name made for an existing file changes only that file's link count, which neither its
+// directory's timestamps nor its directory's watch report (the kernel tells a file's own watch,
+// and agentd watches directories): so when a sensitive file of a root has more links than the
+// names the trees know for it, and more than when this was last looked into, every directory is
+// listed again (a stat per file) — the other names may be ordinary files whose listing is older
+// than the link. Links still unaccounted for after that are outside the roots.
+func (idx *maskIndex) walkRoots(roots []string) ([][]rawSensitive, []rawLink, error) {
+	walk := func(relist bool) ([][]rawSensitive, []rawLink, bool, error) {
+		var raws [][]rawSensitive
+		var links []rawLink
+		fresh := true
+		for _, root := range roots {
+			raw, l, built, err := idx.root(root, relist)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			raws, links, fresh = append(raws, raw), append(links, l...), fresh && built
+		}
+		return raws, links, fresh, nil
+	}
+	raws, links, fresh, err := walk(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	for pass := 0; ; pass++ {
+		known := map[devIno]uint64{}
+		for _, l := range links {
+			known[devIno{l.dev, l.ino}]++
+		}
+		unknown := map[devIno]uint64{}
+		for _, l := range links {
+			k := devIno{l.dev, l.ino}
+			var st unix.Stat_t
+			if l.sens && unix.Lstat(l.abs, &st) == nil && st.Dev == l.dev && st.Ino == l.ino &&
+				uint64(st.Nlink) > known[k] && idx.linksSeen[k] != uint64(st.Nlink) {
+				unknown[k] = uint64(st.Nlink)
+			}
+		}
+		if len(unknown) == 0 {
+			return raws, links, nil
+		}
+		if fresh || pass > 0 {
+			// Every listing is fresh: the other names are outside the roots. Not looked
+			// into again until the link count changes.
+			maps.Copy(idx.linksSeen, unknown)
+			return raws, links, nil
+		}
+		if raws, links, _, err = walk(true); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// maxSecretScan bounds how many entries of sensitive directories (and $HOME secrets) one
+// command's start looks through for files with other names.
+const maxSecretScan = 10000
+
+// inodeScan collects the inodes of the regular files with other names below given paths.
+type inodeScan struct {
+	into map[devIno]bool
+	left int
+}
+
+func (s *inodeScan) path(p string) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		s.left--
+		if fsafe.HardLinked(true, uint64(st.Nlink)) {
+			s.into[devIno{st.Dev, st.Ino}] = true
+		}
+	case unix.S_IFDIR:
+		s.left--
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if s.left <= 0 {
+				return
+			}
+			s.path(p + "/" + e.Name())
+		}
+	}
+}
+
 // root returns the sensitive names below root, bringing its index up to date: it looks only
 // at the directories marked (an event, changed timestamps of an unwatched one, new), and the
 // ones on the way to them; after a lost event or a mount change, at every directory.
-func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSensitive, error) {
+func (idx *maskIndex) root(root string, relist bool) (raw []rawSensitive, links []rawLink, built bool, err error) {
 	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+		return nil, nil, false, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
 	top := &dirRef{abs: root, fd: rfd}
 	defer top.close()
@@ -415,17 +592,18 @@ func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSe
 	// and may now name another directory.
 	var st unix.Stat_t
 	if err := unix.Fstat(rfd, &st); err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
 	ri := idx.roots[root]
-	if ri == nil || ri.key != key || ri.top.l == nil || ri.top.l.ino != st.Ino || ri.top.l.dev != st.Dev {
+	if ri == nil || ri.top.l == nil || ri.top.l.ino != st.Ino || ri.top.l.dev != st.Dev {
 		if ri != nil {
 			idx.drop(ri)
 		}
-		ri = &rootIndex{top: &node{dirty: true}, key: key, unwatched: map[*node]bool{}, found: map[*node]bool{}}
+		built = true
+		ri = &rootIndex{top: &node{dirty: true}, unwatched: map[*node]bool{}, found: map[*node]bool{}, linked: map[*node]bool{}}
 		idx.roots[root] = ri
 	}
-	w := &walker{idx: idx, ri: ri, ok: ok, now: sensClock(), all: idx.invalid > ri.seq,
+	w := &walker{idx: idx, ri: ri, now: sensClock(), all: relist || idx.invalid > ri.seq, relist: relist,
 		slots: make(chan struct{}, walkers()-1)}
 	if !w.all {
 		idx.checkUnwatched(rfd, ri)
@@ -435,15 +613,19 @@ func (idx *maskIndex) root(root string, ok map[string]bool, key string) ([]rawSe
 		// Marks may be half cleared: the next walk starts afresh.
 		idx.drop(ri)
 		delete(idx.roots, root)
-		return nil, w.err
+		return nil, nil, false, w.err
 	}
 	ri.seq = idx.seq
-	var out []rawSensitive
+	idx.evict()
 	for n := range ri.found {
-		out = append(out, n.found...)
+		raw = append(raw, n.found...)
 	}
-	slices.SortFunc(out, func(a, b rawSensitive) int { return strings.Compare(a.rel, b.rel) })
-	return out, nil
+	slices.SortFunc(raw, func(a, b rawSensitive) int { return strings.Compare(a.rel, b.rel) })
+	for n := range ri.linked {
+		links = append(links, n.links...)
+	}
+	slices.SortFunc(links, func(a, b rawLink) int { return strings.Compare(a.rel, b.rel) })
+	return raw, links, built, nil
 }
 
 // checkUnwatched marks the directories without a watch whose timestamps changed (or cannot
@@ -475,7 +657,25 @@ func (idx *maskIndex) checkUnwatched(rfd int, ri *rootIndex) {
 	}
 }
 
-// drop forgets a root's tree (its watches stay, unused, until their directories go).
+// maxRoots is how many workspace roots' trees a process keeps (the daemon serves workspaces one
+// after another): the least recently walked beyond it are forgotten, and walked anew if used.
+const maxRoots = 8
+
+func (idx *maskIndex) evict() {
+	for len(idx.roots) > maxRoots {
+		var oldest string
+		for r, ri := range idx.roots {
+			if oldest == "" || ri.seq < idx.roots[oldest].seq {
+				oldest = r
+			}
+		}
+		idx.drop(idx.roots[oldest])
+		delete(idx.roots, oldest)
+	}
+}
+
+// drop forgets a root's tree, and removes the watches no other tree uses (their IN_IGNORED
+// gives their budget back).
 func (idx *maskIndex) drop(ri *rootIndex) {
 	idx.wmu.Lock()
 	defer idx.wmu.Unlock()
@@ -483,6 +683,9 @@ func (idx *maskIndex) drop(ri *rootIndex) {
 	rm = func(n *node) {
 		if n.l != nil && n.l.wd >= 0 {
 			idx.unindex(n.l.wd, n)
+			if _, used := idx.byWD[n.l.wd]; !used && idx.ifd >= 0 && !idx.gone[n.l.wd] {
+				_, _ = unix.InotifyRmWatch(idx.ifd, uint32(n.l.wd))
+			}
 		}
 		for _, c := range n.subs {
 			rm(c)
@@ -541,12 +744,12 @@ func (d *dirRef) close() {
 }
 
 type walker struct {
-	idx   *maskIndex
-	ri    *rootIndex
-	ok    map[string]bool
-	now   time.Time
-	all   bool          // look at every directory (events were lost, or mounts changed)
-	slots chan struct{} // goroutines walking besides the first
+	idx    *maskIndex
+	ri     *rootIndex
+	now    time.Time
+	all    bool          // look at every directory (events were lost, or mounts changed)
+	relist bool          // and list every one again (link counts unaccounted for)
+	slots  chan struct{} // goroutines walking besides the first
 
 	mu     sync.Mutex // guards ri.unwatched, ri.found and err
 	err    error
@@ -557,15 +760,6 @@ type walker struct {
 // (open, stat, getdents, a watch per directory), which the kernel runs in parallel.
 func walkers() int {
 	return min(16, 2*runtime.GOMAXPROCS(0))
-}
-
-func (w *walker) approvedBelow(dir string) bool {
-	for a := range w.ok {
-		if strings.HasPrefix(a, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // visit brings n (the directory d, rel below the root) up to date: it looks at n when told to
@@ -641,39 +835,48 @@ func (w *walker) reconcile(n *node, abs, rel string) {
 	subs := map[string]*node{}
 	var found []rawSensitive
 	for i, name := range l.names {
-		sens := n.forced || l.sens[i]
-		if !sens && !l.isDir[i] {
-			continue // neither sensitive nor walked into
-		}
 		eabs := abs + "/" + name
 		r := name
 		if rel != "" {
 			r = rel + "/" + name
 		}
-		if !sens || (l.isDir[i] && w.approvedBelow(eabs)) {
+		if !l.sens[i] {
 			if !l.isDir[i] {
-				continue
+				continue // neither sensitive nor walked into
 			}
 			sub := n.subs[name]
-			if sub == nil || sub.forced != sens {
-				sub = &node{parent: n, name: name, forced: sens, dirty: true}
+			if sub == nil {
+				sub = &node{parent: n, name: name, dirty: true}
 			}
 			subs[name] = sub
 			continue
 		}
 		found = append(found, rawSensitive{abs: eabs, rel: r, dir: l.isDir[i], symlink: l.symlink[i]})
 	}
+	var links []rawLink
+	for _, le := range l.links {
+		r := le.name
+		if rel != "" {
+			r = rel + "/" + le.name
+		}
+		links = append(links, rawLink{abs: abs + "/" + le.name, rel: r, dev: le.dev, ino: le.ino, sens: le.sens})
+	}
 	for name, old := range n.subs {
 		if subs[name] != old {
 			w.removeTree(old)
 		}
 	}
-	n.subs, n.found = subs, found
+	n.subs, n.found, n.links = subs, found, links
 	w.mu.Lock()
 	if len(found) > 0 {
 		w.ri.found[n] = true
 	} else {
 		delete(w.ri.found, n)
+	}
+	if len(links) > 0 {
+		w.ri.linked[n] = true
+	} else {
+		delete(w.ri.linked, n)
 	}
 	w.mu.Unlock()
 }
@@ -710,9 +913,10 @@ func (w *walker) forget(n *node) {
 		w.idx.unindex(n.l.wd, n)
 	}
 	w.idx.wmu.Unlock()
-	n.l, n.subs, n.found = nil, nil, nil
+	n.l, n.subs, n.found, n.links = nil, nil, nil, nil
 	w.mu.Lock()
 	delete(w.ri.found, n)
+	delete(w.ri.linked, n)
 	w.ri.unwatched[n] = true
 	w.mu.Unlock()
 }
@@ -729,6 +933,7 @@ func (w *walker) removeTree(n *node) {
 	w.idx.wmu.Unlock()
 	w.mu.Lock()
 	delete(w.ri.found, n)
+	delete(w.ri.linked, n)
 	delete(w.ri.unwatched, n)
 	w.mu.Unlock()
 }
@@ -754,7 +959,7 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (l *listedDir, i
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, false, fmt.Errorf("%s is not a directory", dir)
 	}
-	same := prev != nil && prev.ino == st.Ino && prev.dev == st.Dev
+	same := prev != nil && prev.ino == st.Ino && prev.dev == st.Dev && !w.relist
 	if same && w.idx.vouched(prev) {
 		return prev, false, nil
 	}
@@ -772,7 +977,7 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (l *listedDir, i
 			return nil, false, err
 		}
 	}
-	if prev != nil && prev.trusted && !w.idx.hadEvent(prev) && prev.ino == st.Ino && prev.dev == st.Dev &&
+	if same && prev.trusted && !w.idx.hadEvent(prev) && prev.ino == st.Ino && prev.dev == st.Dev &&
 		prev.mtime == st.Mtim && prev.ctime == st.Ctim {
 		c := *prev
 		c.wd, c.seq = wd, w.idx.seq
@@ -787,14 +992,19 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (l *listedDir, i
 		trusted: w.now.Sub(time.Unix(st.Ctim.Unix())) > racyWindow}
 	for i, name := range names {
 		typ := types[i]
-		if typ == unix.DT_UNKNOWN {
-			var est unix.Stat_t
+		var est unix.Stat_t
+		statted := false
+		if typ == unix.DT_UNKNOWN || typ == unix.DT_REG {
+			// A regular file's link count (and, for DT_UNKNOWN, its type).
 			if err := unix.Fstatat(fd, name, &est, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				statted = true
 				switch est.Mode & unix.S_IFMT {
 				case unix.S_IFDIR:
 					typ = unix.DT_DIR
 				case unix.S_IFLNK:
 					typ = unix.DT_LNK
+				case unix.S_IFREG:
+					typ = unix.DT_REG
 				}
 			}
 		}
@@ -803,6 +1013,9 @@ func (w *walker) list(fd int, dir, rel string, prev *listedDir) (l *listedDir, i
 			r = rel + "/" + name
 		}
 		_, sens, _ := fsafe.Classify(r)
+		if statted && typ == unix.DT_REG && (sens || fsafe.HardLinked(true, uint64(est.Nlink))) {
+			l.links = append(l.links, linkEnt{name: name, dev: est.Dev, ino: est.Ino, sens: sens})
+		}
 		if !sens && typ != unix.DT_DIR {
 			continue // neither sensitive nor walked into: not kept
 		}

@@ -30,7 +30,7 @@ func maskTree(t *testing.T) string {
 
 func sensitiveRels(t *testing.T, idx *maskIndex, root string) []string {
 	t.Helper()
-	found, err := idx.find([]string{root}, nil)
+	found, err := idx.find([]string{root}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +188,85 @@ func TestMaskFollowsWorkspaceBetweenCommands(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "ordinary-ok") {
 		t.Errorf("an ordinary file beside them is unreadable\n%s", r)
+	}
+}
+
+// TestMaskIndexHardLinks: a regular file that is another name of a sensitive file — of a
+// workspace .env, of a key in a sensitive directory, of a $HOME secret — is masked; a pair of
+// ordinary hard-linked files (what cargo and pnpm make) is not. Links made between two walks
+// are seen: a new name for .env, and a sensitive name given to an existing ordinary file (only
+// that file's link count changes: inotify reports it, a directory's timestamps do not).
+func TestMaskIndexHardLinks(t *testing.T) {
+	idx := newMaskIndex(true)
+	root := maskTree(t)
+	home := t.TempDir()
+	mustWrite(t, filepath.Join(home, "credentials"), "aws\n")
+	if err := os.MkdirAll(filepath.Join(root, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(root, ".ssh/id_rsa"), "KEY\n")
+	mustWrite(t, filepath.Join(root, "g/app"), "binary\n")
+	mustWrite(t, filepath.Join(root, "a/b/c/d/plain.txt"), "ordinary\n")
+	link := func(old, new string) {
+		t.Helper()
+		if err := os.Link(old, new); err != nil {
+			t.Skipf("hard links: %v", err)
+		}
+	}
+	link(filepath.Join(root, ".env"), filepath.Join(root, "a/b/notes.txt"))
+	link(filepath.Join(root, ".ssh/id_rsa"), filepath.Join(root, "e/key.txt"))
+	link(filepath.Join(home, "credentials"), filepath.Join(root, "e/f/aws.txt"))
+	link(filepath.Join(root, "g/app"), filepath.Join(root, "g/app-1234")) // cargo's uplifted binary
+	names := func() []string {
+		t.Helper()
+		found, err := idx.find([]string{root}, []string{filepath.Join(root, "a/b/notes.txt")}, []string{home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range found {
+			out = append(out, e.rel)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{".env", ".ssh", "a/b/notes.txt", "e/f/aws.txt", "e/key.txt", "s/t/.env.prod"}
+	if got := names(); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q (an approval never unmasks a link; g/app and g/app-1234 stay readable)", got, want)
+	}
+	link(filepath.Join(root, ".env"), filepath.Join(root, "a/b/c/later.txt"))
+	link(filepath.Join(root, "a/b/c/d/plain.txt"), filepath.Join(root, "s/.env.copy"))
+	want = []string{".env", ".ssh", "a/b/c/d/plain.txt", "a/b/c/later.txt", "a/b/notes.txt", "e/f/aws.txt", "e/key.txt", "s/.env.copy", "s/t/.env.prod"}
+	if got := names(); !slices.Equal(got, want) {
+		t.Errorf("after links made between two walks: %q, want %q", got, want)
+	}
+}
+
+// TestHardLinkToSecretMasked: through the real sandbox, a command cannot read a workspace file
+// that is a hard link to .env or to a $HOME secret, and still reads and runs a hard-linked pair
+// of ordinary files.
+func TestHardLinkToSecretMasked(t *testing.T) {
+	sb := requireMode(t, ModeBwrap)
+	e := newEnv(t)
+	mustWrite(t, e.ws+"/.env", "TOKEN=linked-env-secret\n")
+	mustWrite(t, e.ws+"/src/tool", "#!/bin/sh\necho ordinary-link-ok\n")
+	if err := os.Chmod(e.ws+"/src/tool", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{e.ws + "/.env", e.ws + "/notes.txt"}, {e.ws + "/src/tool", e.ws + "/src/tool-1234"}} {
+		if err := os.Link(l[0], l[1]); err != nil {
+			t.Skipf("hard links: %v", err)
+		}
+	}
+	outsideLinked := os.Link(e.home+"/.ssh/id_ed25519", e.ws+"/src/key.txt") == nil // /var/tmp and /tmp may be apart
+	r := runBash(t, sb, e.policy(), "cat notes.txt; cat src/key.txt; ./src/tool-1234; exit 0")
+	if strings.Contains(r.stdout, "linked-env-secret") {
+		t.Errorf("a hard link to .env is readable\n%s", r)
+	}
+	if outsideLinked && strings.Contains(r.stdout, "PRIVATE KEY") {
+		t.Errorf("a hard link to a $HOME secret is readable\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "ordinary-link-ok") {
+		t.Errorf("a hard-linked ordinary program does not run\n%s", r)
 	}
 }

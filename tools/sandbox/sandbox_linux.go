@@ -110,7 +110,7 @@ func (s *Sandbox) Describe(p Policy) string {
 	if s.mode == ModeLandlock {
 		sum += "; " + NoLayer + " (no bubblewrap): the command writes your files directly, unreviewed"
 		if w, err := resolveWritable(p); err == nil {
-			found, err := findSensitive(w.roots, p.ReadableSensitive)
+			found, err := findSensitive(w.roots, p.ReadableSensitive, p.secretPaths())
 			if err != nil {
 				return sum + "; " + SensitiveUnmasked + " (no bubblewrap): " + err.Error()
 			}
@@ -312,7 +312,7 @@ func (s *Sandbox) Command(ctx context.Context, p Policy, argv []string, dir stri
 			cfg.DenyRead = append(cfg.DenyRead, sp)
 		}
 	}
-	sensitive, err := findSensitive(w.roots, p.ReadableSensitive)
+	sensitive, err := findSensitive(w.roots, p.ReadableSensitive, p.secretPaths())
 	if err != nil {
 		return nil, fmt.Errorf("%w (the command was not run: it could see what the mask would hide)", err)
 	}

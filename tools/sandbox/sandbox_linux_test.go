@@ -1001,7 +1001,7 @@ func BenchmarkFindSensitive(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if got, err := findSensitive([]string{root}, nil); err != nil || len(got) != 3 {
+		if got, err := findSensitive([]string{root}, nil, nil); err != nil || len(got) != 3 {
 			b.Fatalf("found %d sensitive files, want 3: %+v", len(got), got)
 		}
 	}
@@ -1026,7 +1026,7 @@ func TestFindSensitiveKeepsListings(t *testing.T) {
 	names := func() ([]string, int64) {
 		n := sensDirsRead.Load()
 		var out []string
-		found, err := findSensitive([]string{root}, nil)
+		found, err := findSensitive([]string{root}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
