@@ -10,7 +10,9 @@
 //     bound read-write, protected paths inside the workspace (.git/hooks,
 //     .git/config, .vscode, …) bound read-only on top, $HOME secrets, shell
 //     histories, $XDG_RUNTIME_DIR, agentd's state dir and the workspace's
-//     sensitive files (fsafe.Classify) masked, every namespace unshared (no
+//     sensitive files (fsafe.Classify; found through the process's mask index,
+//     maskindex_linux.go, and with them the hard links to them) masked, every
+//     namespace unshared (no
 //     network unless the policy asks), --die-with-parent, --new-session, its
 //     own PID namespace.
 //   - Inside it, the helper (package helper: the agentd-sandbox binary, or the

@@ -26,10 +26,10 @@ import (
 // The sensitive files of a workspace (the ones a bubblewrap command gets masked) are found by a
 // walk of the workspace, which costs a directory opened and statted per directory: seconds in a
 // workspace of 100,000 directories, at every command. The mask index keeps, for the life of the
-// process (the daemon: every session on a workspace), the listing of every directory the last
-// walk saw, and an inotify watch on each: a directory without an event since it was listed is
-// not opened again, and when no watched directory had an event since the last walk, the last
-// walk's list is the answer (no system call per directory at all).
+// process (the daemon: every session on a workspace), a tree of the directories the first walk
+// listed and an inotify watch on each: the next walk visits only the directories that had an
+// event (and the ones above them), so a directory that did not change costs no system call.
+// Hard links to sensitive files are found from the same listings (see find).
 //
 // It fails closed. A listing is reused without a look only while inotify vouches for it: its
 // watch was placed before the directory was read, the watch is still there, no event arrived for
