@@ -195,7 +195,9 @@ func TestMaskFollowsWorkspaceBetweenCommands(t *testing.T) {
 // workspace .env, of a key in a sensitive directory, of a $HOME secret — is masked; a pair of
 // ordinary hard-linked files (what cargo and pnpm make) is not. Links made between two walks
 // are seen: a new name for .env, and a sensitive name given to an existing ordinary file (only
-// that file's link count changes: inotify reports it, a directory's timestamps do not).
+// that file's link count changes, which neither its directory's timestamps nor its directory's
+// watch show: the new sensitive name's link count, higher than the names known, makes the index
+// list every directory again).
 func TestMaskIndexHardLinks(t *testing.T) {
 	idx := newMaskIndex(true)
 	root := maskTree(t)
