@@ -775,9 +775,12 @@ func (w *walker) visit(n *node, d *dirRef, rel string, look bool) {
 	if look {
 		fd, err := d.open()
 		if err != nil {
-			if n.parent != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT)) {
-				// Unreadable for the command too, or gone: nothing in it to mask. Tried
-				// again at each walk (it has no watch).
+			if n.parent != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) ||
+				errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) {
+				// Unreadable for the command too, or no longer a directory (gone, or
+				// replaced by a file or a symlink since its parent was listed: the parent
+				// has an event, and is listed again): nothing in it to mask. Tried again
+				// at each walk (it has no watch).
 				w.forget(n)
 				return
 			}

@@ -116,6 +116,19 @@ func TestMaskIndexFollowsChanges(t *testing.T) {
 			if got := sensitiveRels(t, idx, root); !slices.Equal(got, want) {
 				t.Errorf("after a directory was removed: %q, want %q", got, want)
 			}
+
+			change(func() {
+				if err := os.RemoveAll(filepath.Join(root, "e/f/moved")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "e/f/moved")); err != nil {
+					t.Fatal(err)
+				}
+			})
+			want = []string{".env", "g/new/deeper/id_rsa"}
+			if got := sensitiveRels(t, idx, root); !slices.Equal(got, want) {
+				t.Errorf("after a directory holding a secret was replaced by a symlink: %q, want %q", got, want)
+			}
 		})
 	}
 }
