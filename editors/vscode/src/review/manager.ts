@@ -317,7 +317,9 @@ export class ReviewManager implements vscode.Disposable {
 		const closed = this.closeReviewTabs(reviewId);
 		e.closeToast?.();
 		e.closeToast = undefined;
-		this._onLink.fire({ callId: e.params.callId, reviewId: undefined });
+		// A command proposes several changes under its one call: its card links to one still waiting.
+		const sibling = [...this.entries.values()].find((x) => x.params.callId === e.params.callId && x.params.sessionId === e.params.sessionId);
+		this._onLink.fire(sibling ? { callId: e.params.callId, reviewId: sibling.params.reviewId, kind: sibling.params.kind, why: sibling.params.why } : { callId: e.params.callId, reviewId: undefined });
 		this.update();
 		this.renderAll();
 		// Show the next queued review of another file. When this one was decided in its editor,
