@@ -47,6 +47,7 @@ import { vsixScenario } from "./vsix.mjs";
 import { contrastScenario, diffFocusScenario, editProposalScenario, historyScenario, modelMissingScenario } from "./walk.mjs";
 import { completionScenario } from "./completion.mjs";
 import { replyOrderScenario } from "./replyorder.mjs";
+import { cmdReviewScenario } from "./cmdreview.mjs";
 
 // Timeouts only bound how long a failure takes to show; a loaded machine (CI with other jobs)
 // is slower, never wrong: every timeout is scaled (E2E_TIMEOUT_SCALE, default 3).
@@ -1881,6 +1882,7 @@ async function main() {
 			["cardKeys", (c) => cardKeysScenario(c, { script: scripts.command, OUT_DIR, themedShots, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["escapes", (c) => escapesScenario(c, { models, OUT_DIR, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["rewind", (c) => rewindScenario(c, { WS, models, OUT_DIR, palette, newSession, send, fakeReset, fakeRequests, waitFor })],
+			["cmdreview", (c) => cmdReviewScenario(c, { WS, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, lens, readStats, themedShots, say })],
 			["completion", (c) => completionScenario(c, { WS, models, OUT_DIR, palette, openFile, fakeReset, waitFor, focusEditor, themedShots, say })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
