@@ -5,6 +5,9 @@
 // Reviews view) labelled with the command, even in yolo. One is accepted, the other rejected: the
 // accepted file is written with the command's content, the rejected one is not; the chat card
 // links to the review still pending after the first decision; the model reads both outcomes.
+// Before the kernel proposed a command's changes (6f7793e) no review comes: the changes are held
+// ("NOT applied … nobody approved them") and the wait for the two reviews times out. Before the
+// card's fix the card had no button left after the first decision.
 import * as fs from "node:fs";
 import * as path from "node:path";
 
@@ -34,7 +37,7 @@ const script = (models) => ({
 });
 
 export async function cmdReviewScenario({ page, chat, fake }, h) {
-	const { WS, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, lens, readStats, themedShots, say } = h;
+	const { WS, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, readStats, themedShots, say } = h;
 	const file = (p) => path.join(WS, p);
 	const read = (p) => (fs.existsSync(file(p)) ? fs.readFileSync(file(p), "utf8") : undefined);
 	// The workspace may have a settings file of its own (code-server writes none, but keep it).
@@ -69,7 +72,7 @@ export async function cmdReviewScenario({ page, chat, fake }, h) {
 			const hook = p.find((x) => x.path === HOOK);
 			const config = p.find((x) => x.path === CONFIG);
 			return hook && config ? { hook, config } : undefined;
-		}, 60000);
+		}, 30000);
 		say(`reviews: ${HOOK} ${pending.hook.reviewId}, ${CONFIG} ${pending.config.reviewId}`);
 		// The ordinary file applied at once, without a question; the two others wait.
 		if (read(ORDINARY) !== "ordinary\n") throw new Error(`${ORDINARY} is not on disk while the reviews wait: ${JSON.stringify(read(ORDINARY))}`);

@@ -1882,7 +1882,7 @@ async function main() {
 			["cardKeys", (c) => cardKeysScenario(c, { script: scripts.command, OUT_DIR, themedShots, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["escapes", (c) => escapesScenario(c, { models, OUT_DIR, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor })],
 			["rewind", (c) => rewindScenario(c, { WS, models, OUT_DIR, palette, newSession, send, fakeReset, fakeRequests, waitFor })],
-			["cmdreview", (c) => cmdReviewScenario(c, { WS, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, lens, readStats, themedShots, say })],
+			["cmdreview", (c) => cmdReviewScenario(c, { WS, OUT_DIR, models, palette, newSession, send, fakeReset, fakeRequests, toolMessages, waitFor, readStats, themedShots, say })],
 			["completion", (c) => completionScenario(c, { WS, models, OUT_DIR, palette, openFile, fakeReset, waitFor, focusEditor, themedShots, say })],
 		]) {
 			if (only(name)) await scenario(n(name), fn, ctx, opts);
