@@ -47,6 +47,12 @@ export async function cmdReviewScenario({ page, chat, fake }, h) {
 	// for the shot only (the picker stays open: closing it restores the theme).
 	const shots = (name) =>
 		themedShots(page, "", async (short) => {
+			// The card's key hint is drawn in its button's colour (it was dark on High Contrast
+			// Light's dark blue button).
+			const keys = await chat.locator(".item.tool .actions button.primary").evaluateAll((bs) =>
+				bs.map((b) => ({ text: b.textContent, button: getComputedStyle(b).color, kbd: b.querySelector("kbd") && getComputedStyle(b.querySelector("kbd")).color })),
+			);
+			for (const k of keys) if (k.kbd && k.kbd !== k.button) throw new Error(`${short}: the key of "${k.text}" is ${k.kbd} on a button whose text is ${k.button}`);
 			const style = await page.addStyleTag({ content: ".quick-input-widget { opacity: 0 !important; }" });
 			try {
 				await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
