@@ -908,18 +908,9 @@ func (w *walker) setListing(n *node, l *listedDir) {
 // forget empties n (unreadable or gone): no entries, no listing; it stays among the unwatched,
 // looked at again by the next walk.
 func (w *walker) forget(n *node) {
-	for _, c := range n.subs {
-		w.removeTree(c)
-	}
-	w.idx.wmu.Lock()
-	if n.l != nil && n.l.wd >= 0 {
-		w.idx.unindex(n.l.wd, n)
-	}
-	w.idx.wmu.Unlock()
+	w.removeTree(n)
 	n.l, n.subs, n.found, n.links = nil, nil, nil, nil
 	w.mu.Lock()
-	delete(w.ri.found, n)
-	delete(w.ri.linked, n)
 	w.ri.unwatched[n] = true
 	w.mu.Unlock()
 }
