@@ -40,14 +40,7 @@ func TestCommandPermissionShowsTheExactCommand(t *testing.T) {
 		}
 		t.Skipf("no sandbox on this machine: %v", why)
 	}
-	p := newPeer(t, rt)
-	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	p.until("the initialize response", isResponse(1))
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
-	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
-	sid, _ := res["sessionId"].(string)
-	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"make the file"}]}}`)
+	p, _ := promptedPeer(t, rt, ws, "make the file")
 	perm := p.until("the permission request", func(m map[string]any) bool { return m["method"] == "session/request_permission" })
 	raw, _ := json.Marshal(perm["params"])
 	shown := string(raw)
@@ -101,14 +94,7 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 		}
 		t.Skipf("BUBBLEWRAP UNAVAILABLE (no copy-on-write layer), not tested: %v", why)
 	}
-	p := newPeer(t, rt)
-	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	p.until("the initialize response", isResponse(1))
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
-	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
-	sid, _ := res["sessionId"].(string)
-	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"set up the hook"}]}}`)
+	p, sid := promptedPeer(t, rt, ws, "set up the hook")
 	allow := func(perm map[string]any) {
 		id, _ := json.Marshal(perm["id"])
 		p.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`)
@@ -140,4 +126,19 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, ".husky/pre-commit")); err != nil || string(b) != "hook\n" {
 		t.Errorf("the allowed hook: %q %v", b, err)
 	}
+}
+
+// promptedPeer starts an ACP connection on rt, opens a session on ws and sends text as its first
+// prompt (request 3); the connection and the runtime end with the test.
+func promptedPeer(t *testing.T, rt *harness.Runtime, ws, text string) (*peer, string) {
+	t.Helper()
+	p := newPeer(t, rt)
+	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.until("the initialize response", isResponse(1))
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
+	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
+	sid, _ := res["sessionId"].(string)
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + text + `"}]}}`)
+	return p, sid
 }
