@@ -40,7 +40,7 @@ func TestCommandPermissionShowsTheExactCommand(t *testing.T) {
 		}
 		t.Skipf("no sandbox on this machine: %v", why)
 	}
-	p, _ := promptedPeer(t, rt, ws, "make the file")
+	p := promptedPeer(t, rt, ws, "make the file")
 	perm := p.until("the permission request", func(m map[string]any) bool { return m["method"] == "session/request_permission" })
 	raw, _ := json.Marshal(perm["params"])
 	shown := string(raw)
@@ -94,7 +94,7 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 		}
 		t.Skipf("BUBBLEWRAP UNAVAILABLE (no copy-on-write layer), not tested: %v", why)
 	}
-	p, sid := promptedPeer(t, rt, ws, "set up the hook")
+	p := promptedPeer(t, rt, ws, "set up the hook")
 	allow := func(perm map[string]any) {
 		id, _ := json.Marshal(perm["id"])
 		p.send(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`)
@@ -130,7 +130,7 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 
 // promptedPeer starts an ACP connection on rt, opens a session on ws and sends text as its first
 // prompt (request 3); the connection and the runtime end with the test.
-func promptedPeer(t *testing.T, rt *harness.Runtime, ws, text string) (*peer, string) {
+func promptedPeer(t *testing.T, rt *harness.Runtime, ws, text string) *peer {
 	t.Helper()
 	p := newPeer(t, rt)
 	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
@@ -140,5 +140,5 @@ func promptedPeer(t *testing.T, rt *harness.Runtime, ws, text string) (*peer, st
 	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
 	sid, _ := res["sessionId"].(string)
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + text + `"}]}}`)
-	return p, sid
+	return p
 }
