@@ -70,6 +70,18 @@ type ToolStart struct {
 
 // ToolUpdate reports a preview (before the gate) or progress (while the call runs). Label, when
 // set, is the call's label computed from its validated arguments ("Edit cart.go").
+// FollowUpEnd says what became of one change a call proposed after it ran (tools.FollowUp: what
+// a command changed that needs review): applied, or not and why (Type: RejectedByUser,
+// PermissionDenied, ApprovalUnavailable; "" when it could not be applied or the turn ended).
+// Text is what the model reads about it.
+type FollowUpEnd struct {
+	CallID  string
+	Subject string
+	Applied bool
+	Type    tools.ResultType
+	Text    string
+}
+
 type ToolUpdate struct {
 	CallID   string
 	Tool     string
@@ -108,6 +120,7 @@ type TurnEnd struct {
 }
 
 func (TurnStart) isEvent()     {}
+func (FollowUpEnd) isEvent()   {}
 func (MessageStart) isEvent()  {}
 func (MessageDelta) isEvent()  {}
 func (MessageEnd) isEvent()    {}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,10 +40,16 @@ func (k *Kernel) followUps(ctx context.Context, call *tools.Call, fus []tools.Fo
 
 // followUp gates and applies one follow-up and says what became of it.
 func (k *Kernel) followUp(ctx context.Context, call *tools.Call, fu *tools.FollowUp, posted func()) string {
+	// say tells the model what became of the change, and the front ends (FollowUpEnd).
+	var applied bool
+	var typ tools.ResultType
 	say := func(format string, args ...any) string {
-		return "[" + fu.Subject + ": " + fmt.Sprintf(format, args...) + "]\n"
+		text := "[" + fu.Subject + ": " + fmt.Sprintf(format, args...) + "]\n"
+		k.Emit(FollowUpEnd{CallID: call.ID, Subject: fu.Subject, Applied: applied, Type: typ, Text: text})
+		return text
 	}
 	if k.cfg.Gate == nil {
+		typ = tools.ApprovalUnavailable
 		return say("NOT applied: nobody can review changes here, and it needs a review")
 	}
 	fc := &tools.Call{ID: call.ID, Name: call.Name, Raw: call.Raw, Args: call.Args, Preview: fu.Preview}
@@ -54,6 +61,7 @@ func (k *Kernel) followUp(ctx context.Context, call *tools.Call, fu *tools.Follo
 	case err != nil:
 		return say("NOT applied: the user's review could not be obtained (%v)", err)
 	case !d.Allow:
+		typ = cmp.Or(d.Type, tools.RejectedByUser)
 		why := "the user rejected it"
 		switch d.Type {
 		case tools.PermissionDenied:
@@ -75,6 +83,7 @@ func (k *Kernel) followUp(ctx context.Context, call *tools.Call, fu *tools.Follo
 		}
 		return say("the user accepted it, but it was NOT applied: %s", msg)
 	}
+	applied = true
 	return say("%s", text)
 }
 

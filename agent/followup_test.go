@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +63,7 @@ func TestFollowUpsAreGatedTogetherAfterTheCall(t *testing.T) {
 		}
 		return GateDecision{Allow: true}, nil
 	}
-	k, _ := newKernel(t, Config{Gate: gate, Middleware: []Middleware{mw}}, cmd)
+	k, rec := newKernel(t, Config{Gate: gate, Middleware: []Middleware{mw}}, cmd)
 	res := k.RunBatch(context.Background(), []ToolCall{call("c1", "bash", `{}`)}, nil).Results[0]
 	if res.Type != tools.OK || !inMiddleware {
 		t.Fatalf("result %s: %s", res.Type, res.Text())
@@ -73,6 +75,17 @@ func TestFollowUpsAreGatedTogetherAfterTheCall(t *testing.T) {
 	if len(applied) != 1 || applied[0] != "a" {
 		t.Errorf("applied %q, want only a", applied)
 	}
+	// The front ends hear what became of each (agentd run lists the ones no one could review).
+	var ends []string
+	for _, e := range rec.all() {
+		if f, ok := e.(FollowUpEnd); ok {
+			ends = append(ends, fmt.Sprintf("%s %s %v %s", f.CallID, f.Subject, f.Applied, f.Type))
+		}
+	}
+	slices.Sort(ends)
+	if want := []string{"c1 Review of a true ", "c1 Review of b false rejected_by_user"}; !slices.Equal(ends, want) {
+		t.Errorf("follow-up ends %q, want %q", ends, want)
+	}
 	for _, q := range asked {
 		perm := q.Tool.(tools.PermissionMetadata).Permission(q.Call)
 		if q.Call.ID != "c1" || q.Tool.Name() != "bash" || !perm.Protected || q.Preview == nil {
@@ -82,10 +95,15 @@ func TestFollowUpsAreGatedTogetherAfterTheCall(t *testing.T) {
 
 	// No gate: nothing applied.
 	applied = nil
-	k, _ = newKernel(t, Config{}, cmd)
+	k, rec = newKernel(t, Config{}, cmd)
 	res = k.RunBatch(context.Background(), []ToolCall{call("c2", "bash", `{}`)}, nil).Results[0]
 	if len(applied) != 0 || strings.Count(res.Text(), "NOT applied: nobody can review changes here") != 2 {
 		t.Errorf("with no gate: applied %q\n%s", applied, res.Text())
+	}
+	for _, e := range rec.all() {
+		if f, ok := e.(FollowUpEnd); ok && (f.Applied || f.Type != tools.ApprovalUnavailable) {
+			t.Errorf("with no gate: follow-up end %+v, want not applied, approval unavailable", f)
+		}
 	}
 
 	// Cancelled while the user decides: nothing applied.

@@ -29,7 +29,7 @@ const (
 	exitUsage     = 2   // bad flags, arguments or configuration
 	exitLimit     = 3   // the turn stopped at its step or time limit
 	exitRefused   = 4   // the turn finished, but a call was refused: rejected at the prompt, or not permitted
-	exitNoApprove = 5   // a call needed an approval no one could give (no terminal); the turn stopped there
+	exitNoApprove = 5   // a call (or a change a command made) needed an approval no one could give (no terminal)
 	exitCancelled = 130 // cancelled (Ctrl-C, or q at a prompt)
 )
 
@@ -212,6 +212,14 @@ func exitCode(w *termtext.Writer, end agent.TurnEnd, t *refusals) int {
 		t.list(w, t.unapproved)
 		return exitNoApprove
 	}
+	if len(t.unreviewed) > 0 {
+		w.Printf("agentd: NOT applied: %s a command made %s your review, and there is no terminal to ask in (run agentd in a terminal, or use an editor, to review such changes):\n",
+			plural(len(t.unreviewed), "change", "changes"), pick(len(t.unreviewed), "needs", "need"))
+		for _, f := range t.unreviewed {
+			w.Printf("  %s\n", termtext.Line(f.Subject))
+		}
+		return exitNoApprove
+	}
 	if len(t.refused) > 0 {
 		w.Printf("agentd: not everything asked was done: %s refused:\n", plural(len(t.refused), "call was", "calls were"))
 		t.list(w, t.refused)
@@ -233,6 +241,8 @@ type refusals struct {
 	args       map[string]string // by call ID, from ToolStart
 	refused    []agent.ToolEnd   // rejected_by_user, permission_denied
 	unapproved []agent.ToolEnd   // approval_unavailable
+	// unreviewed are changes a command made that need a review no one could give: not applied.
+	unreviewed []agent.FollowUpEnd
 }
 
 func (r *refusals) observe(e agent.Event) {
@@ -242,6 +252,10 @@ func (r *refusals) observe(e agent.Event) {
 			r.args = map[string]string{}
 		}
 		r.args[e.CallID] = string(e.Args)
+	case agent.FollowUpEnd:
+		if !e.Applied && e.Type == tools.ApprovalUnavailable {
+			r.unreviewed = append(r.unreviewed, e)
+		}
 	case agent.ToolEnd:
 		switch e.Result.Type {
 		case tools.ApprovalUnavailable:

@@ -63,9 +63,15 @@ func TestTwoProcessesOnOneWorkspace(t *testing.T) {
 		go func() { defer wg.Done(); errs[i] = c.Wait() }()
 	}
 	wg.Wait()
+	// Each run says, and its exit status tells a script, that a change needs a review no one
+	// could give (no terminal).
 	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("agentd %c: %v\n%s", 'A'+i, err, []*bytes.Buffer{&outA, &outB}[i])
+		out := []*bytes.Buffer{&outA, &outB}[i]
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitNoApprove {
+			t.Fatalf("agentd %c: %v, want exit status %d\n%s", 'A'+i, err, exitNoApprove, out)
+		}
+		if !strings.Contains(out.String(), "NOT applied") || !strings.Contains(out.String(), ".husky/pre-commit") {
+			t.Errorf("agentd %c does not tell the user its hook was not applied:\n%s", 'A'+i, out)
 		}
 	}
 	if e.read("a.txt") != "a" || e.read("b.txt") != "b" {
