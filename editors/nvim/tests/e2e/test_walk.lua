@@ -49,13 +49,16 @@ H.test("the statusline, the details float and the chat follow a command's approv
     turns = {
       { when = { lastUserContains = "WALK-NOTES-CONTENT" }, reply = { text = "I read your notes." } },
       { when = { lastUserContains = "run the slow one" },
-        reply = call("bash", { command = "while [ ! -e go.flag ]; do sleep 0.05; done; echo slow_one_done" }) },
+        -- It waits for the test to write "go" into go.flag. A command runs over a copy-on-write
+        -- view of the workspace, which does not show names created after the command looked
+        -- them up, but does show new content of a file it has not written.
+        reply = call("bash", { command = "until grep -q go go.flag; do sleep 0.05; done; echo slow_one_done" }) },
       { when = { lastUserContains = "run the slow one", lastRole = "tool" }, reply = { text = "It ran; see my_file.go." } },
       { ["repeat"] = true, reply = { text = "fallback answer" } },
     },
   })
   local d = H.start_daemon({ ["my_file.go"] = "package main\n", ["main.go"] = "package main\n",
-    ["docs/notes.md"] = "WALK-NOTES-CONTENT\nsecond line\n" })
+    ["docs/notes.md"] = "WALK-NOTES-CONTENT\nsecond line\n", ["go.flag"] = "" })
   H.edit("my_file.go")
   vim.o.laststatus = 2
   vim.wo.statusline = "%!v:lua.require'agentd'.status()"
@@ -91,7 +94,7 @@ H.test("the statusline, the details float and the chat follow a command's approv
   end, 10000, "the command's call running in the chat")
   H.ok(chat.show_details(info), "the details float opened")
   H.contains(table.concat(vim.api.nvim_buf_get_lines(chat.details_buf, 0, -1, false), "\n"), "status: running", "details while it runs")
-  H.write_file(d.ws .. "/go.flag", "")
+  H.write_file(d.ws .. "/go.flag", "go\n") -- in place: the same file, new content
   H.wait_turn_end(30000)
   wait_status("idle", "idle after the turn")
   H.wait(function()
