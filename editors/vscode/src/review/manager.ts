@@ -117,6 +117,9 @@ export class ReviewManager implements vscode.Disposable {
 	private closingTabs = 0;
 	/** The file whose decision set focusNextArrival. */
 	private followedFrom: vscode.Uri | undefined;
+	/** Documents whose lenses VS Code asked for since they were last shown (reveal). */
+	private readonly lensesAsked = new Set<string>();
+	private readonly lensTimers = new Set<ReturnType<typeof setTimeout>>();
 
 	constructor(
 		private readonly daemon: DaemonClient,
@@ -214,7 +217,10 @@ export class ReviewManager implements vscode.Disposable {
 			vscode.workspace.onDidChangeTextDocument((e) => this.onDocChange(e)),
 			vscode.languages.registerCodeLensProvider([{ scheme: "file" }, { scheme: PROPOSED_SCHEME }], {
 				onDidChangeCodeLenses: this.lensEmitter.event,
-				provideCodeLenses: (doc) => this.lenses(doc),
+				provideCodeLenses: (doc) => {
+					this.lensesAsked.add(doc.uri.toString());
+					return this.lenses(doc);
+				},
 			}),
 			vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, {
 				onDidChange: this.proposedEmitter.event,
@@ -423,11 +429,13 @@ export class ReviewManager implements vscode.Disposable {
 			const uri = this.displayUri(e);
 			const visible = vscode.window.visibleTextEditors.find((ed) => sameUri(ed.document.uri, uri));
 			const doc = visible?.document ?? (await vscode.workspace.openTextDocument(uri));
+			if (!visible) this.lensesAsked.delete(doc.uri.toString());
 			const ed = await vscode.window.showTextDocument(doc, {
 				preview: false,
 				preserveFocus: !focus,
 				viewColumn: visible?.viewColumn ?? vscode.ViewColumn.One,
 			});
+			if (!visible) this.askLenses(doc.uri, e.params.reviewId, 1000);
 			const first = e.anchors[0];
 			if (first) {
 				const line = Math.min(first.start, doc.lineCount - 1);
@@ -438,6 +446,29 @@ export class ReviewManager implements vscode.Disposable {
 		} catch (err) {
 			this.log.warn(`opening ${e.uri?.toString()} for review ${e.params.reviewId}: ${errorMessage(err)}`);
 		}
+	}
+
+	/**
+	 * Asks VS Code again for the lenses of a review's document just shown, until it has asked.
+	 * Its CodeLens controller asks a debounce delay (250 ms or more) after the editor gets its
+	 * document, and cancels that request when the editor's text loses the focus meanwhile: asked
+	 * by nothing until the editor is focused or edited again, or the lenses change. A review opened
+	 * without the focus gets it for a moment when a quick pick closes (VS Code gives the focus back
+	 * to the active editor) and loses it to the command run: a new file's review stayed without
+	 * its Accept all / Reject all lenses. Asking again later (1, 2, 4, 8 s: each ask restarts
+	 * that delay) is not cancelled by a blur that already happened.
+	 */
+	private askLenses(uri: vscode.Uri, reviewId: string, wait: number): void {
+		const key = uri.toString();
+		const timer = setTimeout(() => {
+			this.lensTimers.delete(timer);
+			if (this.lensesAsked.has(key) || !this.entries.has(reviewId)) return;
+			if (!vscode.window.visibleTextEditors.some((ed) => ed.document.uri.toString() === key)) return;
+			this.log.info(`review ${reviewId}: VS Code did not ask for the lenses of ${key} in ${wait} ms; asking again`);
+			this.lensEmitter.fire();
+			if (wait < 8000) this.askLenses(uri, reviewId, wait * 2);
+		}, wait);
+		this.lensTimers.add(timer);
 	}
 
 	private renderAll(): void {
@@ -1303,6 +1334,7 @@ export class ReviewManager implements vscode.Disposable {
 	}
 
 	dispose(): void {
+		for (const t of this.lensTimers) clearTimeout(t);
 		for (const d of this.disposables) d.dispose();
 		this.lensEmitter.dispose();
 		this.treeEmitter.dispose();
