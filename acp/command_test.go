@@ -113,7 +113,7 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 		diff["newText"] != "hook\n" {
 		t.Fatalf("the hook's permission request does not carry its diff: %v", params)
 	}
-	if title, _ := tc["title"].(string); !strings.HasPrefix(title, "from the command `d=.hus; mkdir") {
+	if title, _ := tc["title"].(string); !strings.HasPrefix(title, ".husky/pre-commit, from the command `d=.hus; mkdir") {
 		t.Errorf("title %q does not name the command", title)
 	}
 	if _, err := os.Lstat(filepath.Join(ws, ".husky/pre-commit")); err == nil {

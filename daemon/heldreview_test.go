@@ -64,7 +64,7 @@ func TestCommandChangesNeedingReviewArriveAsFileReviews(t *testing.T) {
 			!strings.Contains(strings.Join(f.Hunks[0].Added, "\n"), "echo "+mode) || !strings.Contains(f.UnifiedDiff, "+echo "+mode) {
 			t.Fatalf("%s: the review is not the hook's file change: %+v", mode, f)
 		}
-		if file.Tool != "bash" || !strings.HasPrefix(file.Label, "from the command `d=.hus; mkdir") ||
+		if file.Tool != "bash" || !strings.HasPrefix(file.Label, ".husky/pre-commit, from the command `d=.hus; mkdir") ||
 			!strings.Contains(file.Why, "the command `d=.hus; mkdir") || len(file.Scopes) != 0 {
 			t.Errorf("%s: the review does not say it is the command's, asking in every mode: tool %q label %q why %q scopes %+v",
 				mode, file.Tool, file.Label, file.Why, file.Scopes)

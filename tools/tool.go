@@ -101,7 +101,7 @@ type FollowUp struct {
 	// Subject names the change for the model and the user ("the command's change to
 	// .husky/pre-commit (created)").
 	Subject string
-	// Label is the question's title for the user ("from the command `npm i`: .husky/pre-commit").
+	// Label is the question's title for the user (".husky/pre-commit, from the command `npm i`").
 	Label string
 	// Preview shows the change; its Diff is what the user reviews.
 	Preview *Preview

@@ -369,7 +369,7 @@ func (t *bashTool) run(ctx context.Context, call *tools.Call, pl *bashPlan) (too
 	}
 	// What needs the user's review and can be shown as a file change goes to the gate now,
 	// through the kernel (tools never ask): the layer's content was read already.
-	fus := changes.FollowUps(t.fs, "the command `"+firstLine(tools.ArgsOf[BashArgs](call).Command, 60)+"`")
+	fus := changes.FollowUps(t.fs, "the command `"+firstLine(tools.ArgsOf[BashArgs](call).Command, 40)+"`")
 	switch {
 	case d.TimedOut:
 		return tools.Output{}, &tools.Error{Type: tools.Timeout, Message: b.String(), Details: d, FollowUps: fus}

@@ -449,7 +449,7 @@ func TestBashProposesHeldChangesForReview(t *testing.T) {
 				!strings.Contains(perm.Reason, "it is created executable (-rwxr-xr-x)") {
 				t.Errorf("the permission does not make the policy ask in every mode: %+v", perm)
 			}
-			if !strings.HasPrefix(q.Label, "from the command `mkdir -p .husky") || !strings.HasSuffix(q.Label, ": .husky/pre-commit") {
+			if !strings.HasPrefix(q.Label, ".husky/pre-commit, from the command `mkdir -p .husky") {
 				t.Errorf("label %q", q.Label)
 			}
 		})

@@ -269,7 +269,8 @@ func (s ChangeSet) FollowUps(fsys *fsafe.FS, origin string) []tools.FollowUp {
 		}
 		out = append(out, tools.FollowUp{
 			Subject: "Review of the " + p.change.describe(),
-			Label:   fmt.Sprintf("from %s: %s", origin, p.change.Path),
+			// The path first: an editor's lens line is cut at its end (Accept/Reject follow it).
+			Label: fmt.Sprintf("%s, from %s", p.change.Path, origin),
 			Preview: &tools.Preview{Summary: p.diff.Summary(), Diff: p.diff,
 				Binding: "file:" + p.target.Path.Abs() + ":" + base + ":" + hex.EncodeToString(sum[:])},
 			Permission: perm,
