@@ -68,7 +68,7 @@ type protocolJSON struct {
 // generateProtocolJSON renders protocol.json from Methods, EmbeddedTypes and Enums.
 func generateProtocolJSON() ([]byte, error) {
 	out := protocolJSON{
-		Comment:         "Generated from rpc/protocol.go by `go test ./rpc -run TestProtocolJSONIsFresh -update`. Do not edit.",
+		Comment:         "Generated from the rpc package (rpc/protocol.go, session.go, update.go, review.go, workspace.go) by `go test ./rpc -run TestProtocolJSONIsFresh -update`. Do not edit.",
 		ProtocolVersion: ProtocolVersion,
 		Methods:         []jsonMethod{},
 		Embedded:        []string{},

@@ -4,21 +4,34 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// constants parses protocol.go and returns its constants by name with their literal values.
+// constants parses the package's files (not its tests) and returns their constants by name with
+// their literal values.
 func constants(t *testing.T) map[string]any {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "protocol.go", nil, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var decls []ast.Decl
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
+	}
 	out := map[string]any{}
-	for _, d := range f.Decls {
+	for _, d := range decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
 			continue
@@ -96,7 +109,7 @@ func TestMethodEntriesAreWellFormed(t *testing.T) {
 	}
 }
 
-// enumPrefix maps each enum of Enums to the prefix of its constants in protocol.go.
+// enumPrefix maps each enum of Enums to the prefix of its constants in the package.
 var enumPrefix = map[string]string{
 	"UpdateType": "Update", "Reason": "Reason", "Status": "Status", "History": "History", "Review": "Review",
 	"Outcome": "Outcome", "By": "By", "Decision": "Decision", "Scope": "Scope", "Mode": "Mode",

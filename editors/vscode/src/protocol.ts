@@ -1,4 +1,4 @@
-// agentd's editor protocol, mirrored one-to-one from rpc/protocol.go (the source of truth) and
+// agentd's editor protocol, mirrored one-to-one from package rpc (the source of truth) and
 // documented with JSON examples in docs/protocol.md. test/protocol.test.ts reads rpc/protocol.json
 // (generated from the Go table and types) and fails when this file drifts from it.
 //

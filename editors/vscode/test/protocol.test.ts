@@ -1,5 +1,5 @@
 // Checks src/protocol.ts against rpc/protocol.json, which is generated from the Go protocol table
-// (rpc/protocol.go, the source of truth) by reflection, so the TypeScript mirror cannot drift:
+// (package rpc, the source of truth) by reflection, so the TypeScript mirror cannot drift:
 // method names, directions and kinds, the request type map, the enums (update kinds, decision
 // types, scope kinds, statuses, review kinds and outcomes, approval modes), and for every wire
 // type the JSON field names, their optionality and their JSON types.

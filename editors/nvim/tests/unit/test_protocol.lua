@@ -1,5 +1,5 @@
 -- lua/agentd/protocol.lua must match rpc/protocol.json (generated from the Go protocol table,
--- rpc/protocol.go, by `go test ./rpc -run TestProtocolJSONIsFresh -update`) and the error codes of
+-- package rpc, by `go test ./rpc -run TestProtocolJSONIsFresh -update`) and the error codes of
 -- docs/protocol.md.
 local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h") .. "/helpers.lua")
 H.setup()
