@@ -14,6 +14,7 @@ import { commandLine, sandboxLabel } from "../review/format";
 import { imagePlaceholder, mcpTitle, prettyArgs } from "../mcpFormat";
 import { escapeHtml, inline, renderMarkdown, stablePrefix, visible } from "./markdown";
 import type { FromWebview, ToWebview } from "./messages";
+import { PromptHistory } from "./history";
 import { activeMention, insertMention, type MentionItem } from "../mentions";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; getState(): unknown; setState(s: unknown): void };
@@ -100,31 +101,13 @@ let pinned = true;
 const dirty = new Set<Rec>();
 const queue: ToWebview[] = [];
 let frameRequested = false;
-// Prompt history: ↑ on the input's first line recalls the previous prompt, ↓ on its last line the
-// next one (and at the end what was being typed). The extension keeps it (per workspace) and
-// sends it with every snapshot; a send adds to it here too.
-const HISTORY_MAX = 100;
-let history: string[] = [];
-let historyPos = 0;
-let historyDraft = "";
+const prompts = new PromptHistory();
 
-function setHistory(h: string[]): void {
-	history = h.slice(-HISTORY_MAX);
-	historyPos = history.length;
-	historyDraft = "";
-}
-
-function remember(text: string): void {
-	setHistory([...history.filter((x) => x !== text), text]);
-}
-
-/** Moves through the history (-1 older, +1 newer); false at either end. */
+/** Shows the previous (-1) or next (+1) prompt of the history; false at either end. */
 function recall(dir: -1 | 1): boolean {
-	const next = historyPos + dir;
-	if (next < 0 || next > history.length) return false;
-	if (historyPos === history.length) historyDraft = input.value;
-	historyPos = next;
-	input.value = next === history.length ? historyDraft : history[next];
+	const text = prompts.recall(dir, input.value);
+	if (text === undefined) return false;
+	input.value = text;
 	input.setSelectionRange(input.value.length, input.value.length);
 	autosize();
 	return true;
@@ -193,7 +176,7 @@ function handle(m: ToWebview): void {
 		case "snapshot":
 			renderState(m.state);
 			reset(m.items);
-			setHistory(m.history);
+			prompts.set(m.history);
 			break;
 		case "changes":
 			for (const c of m.changes) change(c);
@@ -640,7 +623,7 @@ function renderChips(s: SessionViewState): void {
 function send(): void {
 	const text = input.value.trim();
 	if (!text) return;
-	remember(text);
+	prompts.remember(text);
 	post({ type: "send", text, includeActiveFile: state?.includeActiveFile ?? true });
 	input.value = "";
 	autosize();
