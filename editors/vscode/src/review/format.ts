@@ -1,4 +1,5 @@
 // Small pure formatting helpers shared by the extension and the webview.
+import type { GrantScope } from "../protocol";
 
 /** The command as the user would type it: `bash -c "<line>"` shows as the line itself. */
 export function commandLine(argv: readonly string[]): string {
@@ -19,4 +20,35 @@ export function relativeTo(folder: string | undefined, p: string): string {
 	if (p === f) return ".";
 	if (p.startsWith(f + "/")) return p.slice(f.length + 1);
 	return p;
+}
+
+/** A folder as the user reads it: "." is the workspace folder. */
+export function where(rel: string): string {
+	return rel === "." ? "the workspace folder" : rel;
+}
+
+export function scopeLabel(s: GrantScope): string {
+	if (s.kind === "command") return `commands starting with \`${(s.commandPrefix ?? []).join(" ")}\``;
+	if (s.kind === "path") return `edits under ${s.pathPrefix}`;
+	return `all ${s.tool} calls`;
+}
+
+/** s on one line, cut to n characters with an ellipsis. */
+export function clip(s: string, n: number): string {
+	const one = s.replace(/\s+/g, " ").trim();
+	return one.length > n ? one.slice(0, n - 1) + "…" : one;
+}
+
+export function escapeMd(s: string): string {
+	return s.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, "\\$&");
+}
+
+export function longestRun(s: string, ch: string): number {
+	let best = 0;
+	let cur = 0;
+	for (const c of s) {
+		cur = c === ch ? cur + 1 : 0;
+		best = Math.max(best, cur);
+	}
+	return best;
 }

@@ -26,7 +26,8 @@ import {
 } from "../protocol";
 import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
-import { commandLine, relativeTo, sandboxLabel } from "./format";
+import { clip, commandLine, escapeMd, longestRun, relativeTo, sandboxLabel, scopeLabel, where } from "./format";
+import { EditedProposals } from "./editedProposals";
 import { mcpTitle, prettyArgs, toastArgs } from "../mcpFormat";
 import { anchorsOf, applyHunkStates, decisionFor, hunkAt, hunkStatesFor, hunkStats, planDecorations, proposedLine, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 import { visible } from "../visible";
@@ -1355,74 +1356,4 @@ function proposedHunkAt(e: Entry, line: number, lines?: readonly string[]): stri
 	const pending = (e.params.file?.hunks ?? []).filter((h) => (e.states.get(h.id) ?? "pending") === "pending");
 	const at = pending.find((h) => line >= proposedLine(h, lines) && line <= proposedLine(h, lines) + Math.max(h.newLines, 1) - 1);
 	return (at ?? pending.find((h) => proposedLine(h, lines) >= line) ?? pending[0])?.id;
-}
-
-function where(rel: string): string {
-	return rel === "." ? "the workspace folder" : rel;
-}
-
-function scopeLabel(s: GrantScope): string {
-	if (s.kind === "command") return `commands starting with \`${(s.commandPrefix ?? []).join(" ")}\``;
-	if (s.kind === "path") return `edits under ${s.pathPrefix}`;
-	return `all ${s.tool} calls`;
-}
-
-/** s on one line, cut to n characters with an ellipsis. */
-function clip(s: string, n: number): string {
-	const one = s.replace(/\s+/g, " ").trim();
-	return one.length > n ? one.slice(0, n - 1) + "…" : one;
-}
-
-function escapeMd(s: string): string {
-	return s.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, "\\$&");
-}
-
-function longestRun(s: string, ch: string): number {
-	let best = 0;
-	let cur = 0;
-	for (const c of s) {
-		cur = c === ch ? cur + 1 : 0;
-		best = Math.max(best, cur);
-	}
-	return best;
-}
-
-/** The proposals being edited (agentd-edit:): in memory; a save keeps the text (and accepts it). */
-class EditedProposals implements vscode.FileSystemProvider {
-	private readonly files = new Map<string, { data: Uint8Array; mtime: number }>();
-	private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
-	readonly onDidChangeFile = this.emitter.event;
-
-	put(uri: vscode.Uri, text: string): void {
-		this.files.set(uri.path, { data: new TextEncoder().encode(text), mtime: Date.now() });
-		this.emitter.fire([{ type: vscode.FileChangeType.Changed, uri }]);
-	}
-	watch(): vscode.Disposable {
-		return new vscode.Disposable(() => undefined);
-	}
-	stat(uri: vscode.Uri): vscode.FileStat {
-		const f = this.files.get(uri.path);
-		if (!f) throw vscode.FileSystemError.FileNotFound(uri);
-		return { type: vscode.FileType.File, ctime: 0, mtime: f.mtime, size: f.data.byteLength };
-	}
-	readDirectory(): [string, vscode.FileType][] {
-		return [];
-	}
-	createDirectory(): void {
-		throw vscode.FileSystemError.NoPermissions("agentd proposals have no folders");
-	}
-	readFile(uri: vscode.Uri): Uint8Array {
-		const f = this.files.get(uri.path);
-		if (!f) throw vscode.FileSystemError.FileNotFound(uri);
-		return f.data;
-	}
-	writeFile(uri: vscode.Uri, content: Uint8Array): void {
-		this.files.set(uri.path, { data: content, mtime: Date.now() });
-	}
-	delete(uri: vscode.Uri): void {
-		this.files.delete(uri.path);
-	}
-	rename(): void {
-		throw vscode.FileSystemError.NoPermissions("agentd proposals cannot be renamed");
-	}
 }
