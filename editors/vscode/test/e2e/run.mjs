@@ -435,29 +435,37 @@ for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130)
 
 async function palette(page, title) {
 	const input = page.locator(".quick-input-widget input");
-	// The palette can close between opening and typing when the workbench moves the focus (a
-	// review placed, an editor opened): open it again then, up to three times.
+	const row = page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: title }).first();
+	// The palette can close at any step when the workbench moves the focus (a review placed, an
+	// editor opened, a lens refreshed): between opening and typing, or after the row was listed and
+	// before the click (the row is then still in the DOM but hidden). Open it again then, up to
+	// three times.
 	for (let attempt = 1; ; attempt++) {
-		await page.keyboard.press("F1");
-		// F1 can be swallowed where the focus is (a link in a review's comment thread just
-		// clicked): then the title bar's command center opens the same quick input.
-		const shown = await input.waitFor({ state: "visible", timeout: 5000 * E2E_SLOW }).then(() => true, () => false);
-		if (!shown) {
-			say(`F1 did not open the command palette for "${title}": using the command center`);
-			await page.locator(".command-center-center").first().click();
-			await input.waitFor({ state: "visible" });
-		}
 		try {
+			await page.keyboard.press("F1");
+			// F1 can be swallowed where the focus is (a link in a review's comment thread just
+			// clicked): then the title bar's command center opens the same quick input.
+			const shown = await input.waitFor({ state: "visible", timeout: 5000 * E2E_SLOW }).then(() => true, () => false);
+			if (!shown) {
+				say(`F1 did not open the command palette for "${title}": using the command center`);
+				await page.locator(".command-center-center").first().click();
+				await input.waitFor({ state: "visible", timeout: 5000 * E2E_SLOW });
+			}
 			await input.fill(`>${title}`, { timeout: 5000 * E2E_SLOW });
-			break;
+			await row.waitFor({ state: "visible", timeout: 15000 * E2E_SLOW });
+			await row.click({ timeout: 5000 * E2E_SLOW });
+			return;
 		} catch (err) {
 			if (attempt === 3) throw err;
-			say(`the command palette closed before "${title}" was typed (attempt ${attempt}): opening it again`);
+			say(`the command palette closed before "${title}" was chosen (attempt ${attempt}): opening it again`);
+			// Whatever is left open (a half-typed palette) goes before the next attempt; an Escape
+			// with nothing open would reach the editor, so only then.
+			if (await input.isVisible()) {
+				await page.keyboard.press("Escape");
+				await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 5000 * E2E_SLOW }).catch(() => {});
+			}
 		}
 	}
-	const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
-	await row.waitFor({ timeout: 15000 * E2E_SLOW });
-	await row.click();
 }
 
 function chatFrame(page) {
@@ -554,6 +562,38 @@ const THEMES = [
 	["Default Dark Modern", "vs-dark", "dark"],
 ];
 
+/** Opens the theme picker and moves down to `theme` so that it previews (the workbench gets `cls`).
+ * The picker can close under the keys when the workbench moves the focus: then it is opened
+ * again, up to three times. */
+async function previewTheme(page, theme, cls) {
+	const input = page.locator(".quick-input-widget input");
+	for (let attempt = 1; ; attempt++) {
+		await palette(page, "Preferences: Color Theme");
+		try {
+			await input.fill(theme, { timeout: 5000 * E2E_SLOW });
+			await page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ state: "visible", timeout: 15000 * E2E_SLOW });
+			// The first row is "Browse Additional Color Themes…": move down to the theme (it previews).
+			// "Default High Contrast" also lists "Default High Contrast Light".
+			for (let i = 0; i < 6; i++) {
+				await page.keyboard.press("ArrowDown");
+				let previewed = await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 3000 * E2E_SLOW }).then(() => true, () => false);
+				if (previewed && cls === "hc-black") previewed = (await page.locator(".monaco-workbench.hc-light").count()) === 0;
+				if (previewed) return;
+				if (!(await input.isVisible())) break;
+			}
+			throw new Error(`the theme picker did not preview ${theme}`);
+		} catch (err) {
+			if (attempt === 3) throw err;
+			say(`the theme picker closed or did not preview ${theme} (attempt ${attempt}): opening it again`);
+			if (await input.isVisible()) {
+				await page.keyboard.press("Escape");
+				await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 * E2E_SLOW });
+			}
+			await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 * E2E_SLOW });
+		}
+	}
+}
+
 /**
  * Screenshots in light, both high contrasts and dark; `fn(short)` (optional) runs in each theme
  * before its screenshot (name "": none). The theme is previewed in the theme picker and the
@@ -562,19 +602,7 @@ const THEMES = [
  */
 async function themedShots(page, name, fn) {
 	for (const [theme, cls, short] of THEMES) {
-		await palette(page, "Preferences: Color Theme");
-		const input = page.locator(".quick-input-widget input");
-		await input.fill(theme);
-		await page.locator(".quick-input-list .monaco-list-row", { hasText: theme }).first().waitFor({ timeout: 15000 * E2E_SLOW });
-		// The first row is "Browse Additional Color Themes…": move down to the theme (it previews).
-		// "Default High Contrast" also lists "Default High Contrast Light".
-		let previewed = false;
-		for (let i = 0; i < 6 && !previewed; i++) {
-			await page.keyboard.press("ArrowDown");
-			previewed = await page.locator(`.monaco-workbench.${cls}`).waitFor({ timeout: 3000 * E2E_SLOW }).then(() => true, () => false);
-			if (previewed && cls === "hc-black") previewed = (await page.locator(".monaco-workbench.hc-light").count()) === 0;
-		}
-		if (!previewed) throw new Error(`the theme picker did not preview ${theme}`);
+		await previewTheme(page, theme, cls);
 		try {
 			if (fn) await fn(short);
 			if (name) await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
