@@ -1,4 +1,4 @@
--- Global default mappings (the buffer-local review mappings live in agentd.review). Every
+-- Global default mappings (the buffer-local review mappings live in agentd.review.keys). Every
 -- mapping points at a <Plug>(agentd-...) mapping defined in plugin/agentd.lua.
 local M = {}
 

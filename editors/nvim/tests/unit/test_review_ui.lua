@@ -128,7 +128,7 @@ H.test("review/requested places line highlights, signs and virt_lines", function
   H.eq(vim.trim(b.virt_lines[1][1][1]), "ten", "tabs are expanded")
   H.ok(b.virt_lines[1][1][1]:match("^        ten"), "tab expanded to tabstop")
   H.contains(m[1][4].virt_text[1][1], "agentd 1/2", "label on the first line of hunk A")
-  H.ok(review.last_place_ms ~= nil, "placement timed")
+  H.ok(require("agentd.review.marks").last_place_ms ~= nil, "placement timed")
   unchanged()
 end)
 
