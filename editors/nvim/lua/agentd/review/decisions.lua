@@ -237,37 +237,47 @@ local function settle_rest(r, status, reason)
   return { type = protocol.decision.reject, reason = reason, hunkReasons = why }
 end
 
---- Accepts the hunks of the buffer's reviews still pending (hunks rejected before stay rejected).
-function M.accept_file()
-  local bufnr = vim.api.nvim_get_current_buf()
-  local rs = list.reviews_in(bufnr)
+-- The pending reviews of the current buffer, for a decision on the whole file. When it has none,
+-- the waiting command approval gets answer instead (the same keys decide it) and nil is returned.
+local function file_reviews(answer)
+  local rs = list.reviews_in(vim.api.nvim_get_current_buf())
   if #rs == 0 then
-    return require("agentd.approval").answer_current("accept")
+    require("agentd.approval").answer_current(answer)
+    return nil
   end
+  return rs
+end
+
+-- Sends each review of rs still waiting the decision settle_rest makes of it, then moves on.
+local function settle_all(rs, status, reason)
   for _, r in ipairs(rs) do
-    M.decide(r, settle_rest(r, "accepted"))
+    if not r.sent and list.reviews[r.id] == r then
+      M.decide(r, settle_rest(r, status, reason))
+    end
   end
   navigate.advance()
+end
+
+--- Accepts the hunks of the buffer's reviews still pending (hunks rejected before stay rejected).
+function M.accept_file()
+  local rs = file_reviews("accept")
+  if rs then
+    settle_all(rs, "accepted")
+  end
 end
 
 --- Rejects the hunks of the buffer's reviews still pending, asking for a reason (hunks accepted
 --- before are applied: the decision is a partial accept carrying the reason).
 function M.reject_file()
-  local bufnr = vim.api.nvim_get_current_buf()
-  local rs = list.reviews_in(bufnr)
-  if #rs == 0 then
-    return require("agentd.approval").answer_current("reject")
+  local rs = file_reviews("reject")
+  if not rs then
+    return
   end
   ask_reason(function(reason)
     if reason == false then
       return
     end
-    for _, r in ipairs(rs) do
-      if not r.sent and list.reviews[r.id] == r then
-        M.decide(r, settle_rest(r, "rejected", reason))
-      end
-    end
-    navigate.advance()
+    settle_all(rs, "rejected", reason)
   end)
 end
 

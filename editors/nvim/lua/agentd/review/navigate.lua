@@ -38,12 +38,13 @@ function M.cursor()
   return vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1] - 1
 end
 
--- Hunks still pending in the reviews of a buffer, as {row, top, added, r, h}, sorted by row.
-local function pending_rows(bufnr)
+-- The hunks of the buffer's pending reviews that keep(r, h) selects, as {row, top, added, r, h},
+-- sorted by row (top: a pure insertion above the first line; a diff buffer's hunks are at row 0).
+local function rows_of(bufnr, keep)
   local rows = {}
   for _, r in ipairs(list.reviews_in(bufnr)) do
     for _, h in ipairs(r.hunks) do
-      if h.status == "pending" then
+      if keep(r, h) then
         local row = r.diff_buf and 0 or marks.hunk_row(bufnr, h)
         table.insert(rows, { row = math.max(row, 0), top = row < 0, added = #(h.hunk.added or {}), r = r, h = h })
       end
@@ -53,6 +54,20 @@ local function pending_rows(bufnr)
     return a.row < b.row
   end)
   return rows
+end
+
+-- Hunks still pending in the reviews of a buffer.
+local function pending_rows(bufnr)
+  return rows_of(bufnr, function(_, h)
+    return h.status == "pending"
+  end)
+end
+
+-- Every hunk of the buffer's reviews shown in the buffer itself (not in a diff buffer).
+local function hunk_rows(bufnr)
+  return rows_of(bufnr, function(r)
+    return not r.diff_buf
+  end)
 end
 
 --- Moves the cursor to a row of pending_rows/hunk_rows ({row, top, added}), with a jumplist entry.
@@ -152,27 +167,20 @@ function M.advance()
   return false
 end
 
-local function hunk_rows(bufnr)
-  local rows = {}
-  for _, r in ipairs(list.reviews_in(bufnr)) do
-    for _, h in ipairs(r.hunks) do
-      if not r.diff_buf then
-        local row = marks.hunk_row(bufnr, h)
-        table.insert(rows, { row = math.max(row, 0), top = row < 0, added = #(h.hunk.added or {}) })
-      end
-    end
-  end
-  table.sort(rows, function(a, b)
-    return a.row < b.row
-  end)
-  return rows
-end
-
-function M.next_hunk()
+-- The hunks of the current buffer (hunk_rows) and the cursor's row; nil, said, when it has none.
+local function rows_here()
   local bufnr, row = M.cursor()
   local rows = hunk_rows(bufnr)
   if #rows == 0 then
     util.notify("no hunks in this buffer")
+    return nil
+  end
+  return rows, row
+end
+
+function M.next_hunk()
+  local rows, row = rows_here()
+  if not rows then
     return
   end
   for _, t in ipairs(rows) do
@@ -185,10 +193,8 @@ function M.next_hunk()
 end
 
 function M.prev_hunk()
-  local bufnr, row = M.cursor()
-  local rows = hunk_rows(bufnr)
-  if #rows == 0 then
-    util.notify("no hunks in this buffer")
+  local rows, row = rows_here()
+  if not rows then
     return
   end
   for i = #rows, 1, -1 do
