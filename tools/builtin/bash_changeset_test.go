@@ -497,3 +497,72 @@ func TestBashConflictIsProposedWithTheUsersVersion(t *testing.T) {
 		t.Errorf("a.txt = %q", f.content("a.txt"))
 	}
 }
+
+// lockProbe is a tools.ChangeRecorder that, for each change it is told of (right before the
+// write), tries to take the apply lock of the workspace root as another agentd process would:
+// once, without waiting.
+type lockProbe struct {
+	try func() error
+
+	mu    sync.Mutex
+	tried map[string]error
+}
+
+func (p *lockProbe) BeforeChange(paths []string) error {
+	err := p.try()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, path := range paths {
+		p.tried[path] = err
+	}
+	return nil
+}
+
+func (p *lockProbe) AfterChange([]string) {}
+
+// TestBashAcceptedFollowUpIsWrittenUnderTheApplyLock: a command's change the user accepts is
+// checked against the workspace and written under the workspace root's apply lock — the one
+// every agentd process on this workspace (a terminal `agentd run`, the daemon) takes to apply a
+// change set —, so no other process's change set lands between its base check and its write;
+// and the lock is not held while the user decides.
+func TestBashAcceptedFollowUpIsWrittenUnderTheApplyLock(t *testing.T) {
+	var layers string
+	f := layerFixture(t, func(b *builtin.BashConfig) { layers = b.Policy.Layers() })
+	// Another process's attempt, on a lock file of its own: it does not wait.
+	try := func() error {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		unlock, err := sandbox.LockApplyRoots(ctx, layers, []string{f.dir})
+		if err == nil {
+			unlock()
+		}
+		return err
+	}
+	probe := &lockProbe{try: try, tried: map[string]error{}}
+	var whileDeciding error = errors.New("the gate was not asked about the hook")
+	gate := func(_ context.Context, req agent.GateRequest) (agent.GateDecision, error) {
+		if req.FollowUp {
+			whileDeciding = try()
+		}
+		return agent.GateDecision{Allow: true}, nil
+	}
+	r := f.runCtx(tools.WithChangeRecorder(context.Background(), probe), gate, "bash",
+		bash(`mkdir -p .husky && printf '#!/bin/sh\nnpm test\n' > .husky/pre-commit && echo x > ordinary.txt`))
+	wantType(t, r, tools.OK, "created ordinary.txt", "Review of the created .husky/pre-commit: accepted by the user and written]")
+	if whileDeciding != nil {
+		t.Errorf("another process could not take the apply lock while the user decided: %v", whileDeciding)
+	}
+	for _, p := range []string{"ordinary.txt", ".husky/pre-commit"} {
+		err, ok := probe.tried[filepath.Join(f.dir, p)]
+		if !ok {
+			t.Errorf("%s was not recorded before its write", p)
+			continue
+		}
+		if !errors.Is(err, sandbox.ErrApplyLock) || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: another process's attempt to take the apply lock right before the write: %v, want it held (ErrApplyLock)", p, err)
+		}
+	}
+	if f.content(".husky/pre-commit") != "#!/bin/sh\nnpm test\n" {
+		t.Errorf("the hook = %q", f.content(".husky/pre-commit"))
+	}
+}

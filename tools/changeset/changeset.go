@@ -51,6 +51,10 @@ type ChangeSet struct {
 	Held     []CommandChange `json:"held,omitzero"`
 
 	proposals []proposal
+	// lockDir is where the apply locks of the command's workspace roots are
+	// (sandbox.Cmd.ApplyLockDir): an accepted proposal is written under its root's lock, after
+	// the command's layer was released.
+	lockDir string
 }
 
 // proposal is a held change of a regular file offered for review: the diff from the
@@ -58,6 +62,7 @@ type ChangeSet struct {
 // the layer before it is released.
 type proposal struct {
 	change CommandChange
+	root   string // the workspace root it is in (sandbox.Change.Root)
 	target *fsafe.Target
 	diff   *preview.Diff
 }
@@ -90,7 +95,7 @@ func Apply(ctx context.Context, fsys *fsafe.FS, cmd *sandbox.Cmd) (ChangeSet, er
 	if !cmd.Layered() {
 		return ChangeSet{}, nil
 	}
-	unlock, err := cmd.LockApply()
+	unlock, err := cmd.LockApply(ctx)
 	if err != nil {
 		return ChangeSet{}, err
 	}
@@ -106,7 +111,7 @@ func Apply(ctx context.Context, fsys *fsafe.FS, cmd *sandbox.Cmd) (ChangeSet, er
 			a.heads[ch.Root+"\x00"+path.Dir(ch.Path)] = true
 		}
 	}
-	var out ChangeSet
+	out := ChangeSet{lockDir: cmd.ApplyLockDir()}
 	var apply []sandbox.Change
 	held := func(ch sandbox.Change, reason string) {
 		if ch.Type == sandbox.TypeDir && ch.Kind == sandbox.Created {
@@ -225,7 +230,7 @@ func (a *changeApplier) propose(ctx context.Context, e *env, out *ChangeSet, ch 
 		return true // the workspace already has exactly this
 	}
 	out.Proposed = append(out.Proposed, c)
-	out.proposals = append(out.proposals, proposal{change: c, target: t, diff: d})
+	out.proposals = append(out.proposals, proposal{change: c, root: ch.Root, target: t, diff: d})
 	return true
 }
 
@@ -255,7 +260,10 @@ func (s *ChangeSet) Once(offered map[string]bool) {
 // change that asks in every approval mode (Permission.Protected), named as coming from origin
 // ("the command `npm install`"). Accepted, it is written (the accepted hunks, or the user's
 // own version) through fsafe, atomically, after the turn's checkpoint kept the file's
-// pre-image, and only if the workspace's file is still what the diff was computed from.
+// pre-image, and only if the workspace's file is still what the diff was computed from: that
+// check and the write are made under the apply lock of the file's workspace root (the one
+// Apply takes, shared with other agentd processes), taken only then — never while the user
+// decides.
 func (s ChangeSet) FollowUps(fsys *fsafe.FS, origin string) []tools.FollowUp {
 	var out []tools.FollowUp
 	for _, p := range s.proposals {
@@ -275,15 +283,15 @@ func (s ChangeSet) FollowUps(fsys *fsafe.FS, origin string) []tools.FollowUp {
 				Binding: "file:" + p.target.Path.Abs() + ":" + base + ":" + hex.EncodeToString(sum[:])},
 			Permission: perm,
 			Apply: func(ctx context.Context, a *tools.Approval) (string, error) {
-				return p.apply(ctx, fsys, a)
+				return p.apply(ctx, fsys, s.lockDir, a)
 			},
 		})
 	}
 	return out
 }
 
-// apply writes an accepted proposal.
-func (p proposal) apply(ctx context.Context, fsys *fsafe.FS, a *tools.Approval) (string, error) {
+// apply writes an accepted proposal, under the apply lock of its workspace root in lockDir.
+func (p proposal) apply(ctx context.Context, fsys *fsafe.FS, lockDir string, a *tools.Approval) (string, error) {
 	content, what := p.diff.New, "accepted by the user and written"
 	switch {
 	case a != nil && a.Content != nil && *a.Content != p.diff.New:
@@ -309,6 +317,13 @@ func (p proposal) apply(ctx context.Context, fsys *fsafe.FS, a *tools.Approval) 
 			what += "\nThe user's note: " + a.Note
 		}
 	}
+	// Another process's change set (or another call's) applies to this root either before the
+	// base check or after the write, never between them.
+	unlock, err := sandbox.LockApplyRoots(ctx, lockDir, []string{p.root})
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	abs := p.target.Path.Abs()
 	if rec := tools.ChangeRecorderFrom(ctx); rec != nil {
 		if err := rec.BeforeChange([]string{abs}); err != nil {

@@ -66,7 +66,7 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
-// Errors returned by New and Sandbox.Command.
+// Errors returned by New, Sandbox.Command and LockApplyRoots.
 var (
 	// ErrUnavailable: no sandbox mode works on this machine (or the forced
 	// mode does not), and the command was not explicitly allowed to run
@@ -74,6 +74,10 @@ var (
 	ErrUnavailable = errors.New("sandbox unavailable")
 	// ErrPolicy: the policy is malformed (relative path, missing root, …).
 	ErrPolicy = errors.New("invalid sandbox policy")
+	// ErrApplyLock: the apply lock of a workspace root (LockApplyRoots) could not be taken:
+	// its file could not be made, or the wait for another holder ended (the turn cancelled).
+	// Nothing was applied.
+	ErrApplyLock = errors.New("the workspace's apply lock could not be taken")
 )
 
 // Features is what this machine offers, as measured by Detect.

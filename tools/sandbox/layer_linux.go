@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -453,42 +454,119 @@ func sameContent(a, b string, sa, sb int64) (bool, error) {
 	}
 }
 
-// LockApply takes the apply lock of each of the command's workspace roots and returns its
-// release: a file lock (flock) beside the layers, "apply-<hash of the root>.lock", which every
-// agentd process with this layer directory shares, so that two processes (a terminal `agentd
-// run` and the daemon) never apply change sets to one workspace at once. The kernel drops it
-// when the process dies. Read Changes after taking it: conflicts are judged under the lock.
-func (c *Cmd) LockApply() (unlock func(), err error) {
+// LockApply takes the apply lock of each of the command's workspace roots (LockApplyRoots)
+// and returns its release. Read Changes after taking it: conflicts are judged under the lock.
+// A command without layers has nothing to apply and takes none.
+func (c *Cmd) LockApply(ctx context.Context) (unlock func(), err error) {
 	if c.layers == nil {
 		return func() {}, nil
 	}
+	roots := make([]string, len(c.layers.layers))
+	for i, l := range c.layers.layers {
+		roots[i] = l.Root
+	}
+	return LockApplyRoots(ctx, c.ApplyLockDir(), roots)
+}
+
+// ApplyLockDir is the directory of the apply locks of the command's workspace roots (the layer
+// directory, Policy.Layers, its own layer is in): what LockApplyRoots needs after Release, to
+// apply a change of the command's that the user accepted later. "" for a command without
+// layers.
+func (c *Cmd) ApplyLockDir() string {
+	if c.layers == nil {
+		return ""
+	}
+	return filepath.Dir(c.layers.dir)
+}
+
+// testHookApplyLockWait, set by a test, is called when LockApplyRoots finds a lock held and is
+// about to wait for it.
+var testHookApplyLockWait func(lockPath string)
+
+// LockApplyRoots takes the apply lock of each workspace root under the layer directory dir
+// (Policy.Layers, Cmd.ApplyLockDir) and returns its release. Each is a file lock (flock) in dir,
+// "apply-<hash of the root>.lock", which every agentd process with this layer directory shares:
+// two processes (a terminal `agentd run` and the daemon) never apply changes to one workspace
+// root at once — a command's change set (Cmd.LockApply) or a change of it the user accepted
+// later. Every call opens its own lock files, so it excludes the other goroutines of this
+// process too: never call it while holding it. The locks are taken in one order (by file name)
+// whatever the order of roots, so holders of overlapping sets do not deadlock. It waits while
+// another holder has a lock, until ctx ends (it still tries once when ctx has ended); the
+// kernel drops a lock when its process dies. Every failure wraps ErrApplyLock.
+func LockApplyRoots(ctx context.Context, dir string, roots []string) (unlock func(), err error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: no layer directory holds it", ErrApplyLock)
+	}
+	paths := make([]string, 0, len(roots))
+	for _, r := range roots {
+		paths = append(paths, applyLockPath(dir, r))
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
 	var held []*os.File
 	unlock = func() {
 		for _, f := range held {
 			f.Close()
 		}
 	}
-	for _, l := range c.layers.layers {
-		sum := sha256.Sum256([]byte(l.Root))
-		p := filepath.Join(filepath.Dir(c.layers.dir), "apply-"+hex.EncodeToString(sum[:8])+".lock")
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+	for _, p := range paths {
+		f, err := lockFile(ctx, p)
 		if err != nil {
 			unlock()
-			return nil, fmt.Errorf("sandbox: apply lock: %w", err)
-		}
-		if err := flockRetry(f); err != nil {
-			f.Close()
-			unlock()
-			return nil, fmt.Errorf("sandbox: apply lock: %w", err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrApplyLock, p, err)
 		}
 		held = append(held, f)
 	}
 	return unlock, nil
 }
 
-func flockRetry(f *os.File) error {
+// applyLockPath is the apply lock file of root under dir.
+func applyLockPath(dir, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(dir, "apply-"+hex.EncodeToString(sum[:8])+".lock")
+}
+
+// lockFile opens the lock file p and takes its flock, waiting until ctx ends. A wait given up
+// leaves a goroutine that closes the file once the kernel grants the lock (a blocked flock
+// cannot be interrupted), which releases it at once.
+func lockFile(ctx context.Context, p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fd := int(f.Fd())
+	err = flockRetry(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
+		return nil, err
+	}
+	if testHookApplyLockWait != nil {
+		testHookApplyLockWait(p)
+	}
+	got := make(chan error, 1)
+	go func() { got <- flockRetry(fd, unix.LOCK_EX) }()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	case <-ctx.Done():
+		go func() {
+			<-got
+			f.Close()
+		}()
+		return nil, fmt.Errorf("it is held (another agentd process, or another call, is applying changes to this workspace root) and the wait ended: %w", context.Cause(ctx))
+	}
+}
+
+func flockRetry(fd, how int) error {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		err := unix.Flock(fd, how)
 		if !errors.Is(err, unix.EINTR) {
 			return err
 		}

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == probeArg {
 		os.Exit(probe(os.Args[2], os.Args[3:]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == applyLockHolderArg {
+		os.Exit(holdApplyLock(os.Args[2], os.Args[3]))
+	}
 	os.Exit(m.Run())
 }
 

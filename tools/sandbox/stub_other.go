@@ -73,8 +73,14 @@ func (s *Sandbox) Command(context.Context, Policy, []string, string) (*Cmd, erro
 	return nil, fmt.Errorf("%w: the sandbox needs Linux", ErrUnavailable)
 }
 
-// LockApply does nothing here.
-func (c *Cmd) LockApply() (func(), error) { return func() {}, nil }
+// LockApply does nothing here: commands have no layer.
+func (c *Cmd) LockApply(context.Context) (func(), error) { return func() {}, nil }
+
+// ApplyLockDir is "": commands have no layer here.
+func (c *Cmd) ApplyLockDir() string { return "" }
+
+// LockApplyRoots does nothing here: nothing is applied from a layer.
+func LockApplyRoots(context.Context, string, []string) (func(), error) { return func() {}, nil }
 
 // Layers is "": no layers here.
 func (p Policy) Layers() string { return "" }
