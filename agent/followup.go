@@ -54,7 +54,7 @@ func (k *Kernel) followUp(ctx context.Context, call *tools.Call, fu *tools.Follo
 	}
 	fc := &tools.Call{ID: call.ID, Name: call.Name, Raw: call.Raw, Args: call.Args, Preview: fu.Preview}
 	d, err := k.cfg.Gate(ctx, GateRequest{Tool: followUpTool{name: call.Name, fu: fu}, Call: fc, Label: fu.Label,
-		Preview: fu.Preview, Posted: posted, FollowUp: true})
+		Preview: fu.Preview, Posted: posted, FollowUp: true, Subject: fu.Subject})
 	switch {
 	case ctx.Err() != nil:
 		return say("NOT applied: %s", strings.TrimSuffix(cancelText(ctx), "."))

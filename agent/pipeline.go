@@ -34,6 +34,9 @@ type GateRequest struct {
 	// own (tools.FollowUp), asked after the call ran: Call is that call, already decided once,
 	// and Tool, Label and Preview describe the change.
 	FollowUp bool
+	// Subject, with FollowUp, is the change's tools.FollowUp.Subject, which its FollowUpEnd
+	// carries too (with the call's ID, it names one follow-up: the audit log pairs the two).
+	Subject string
 	// Reply, set with Posted and for a change that waits for an earlier one of the same file, is
 	// the run of file changes of the reply reviewed together (Config.ReviewTogether).
 	Reply *ReplyChanges

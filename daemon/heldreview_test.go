@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/agent/store"
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools/sandbox"
@@ -122,5 +126,35 @@ func TestCommandChangesNeedingReviewArriveAsFileReviews(t *testing.T) {
 	}
 	if res := env.toolResults(); !strings.Contains(res[len(res)-1], "NOT applied: no one could review it") {
 		t.Errorf("no reviewer: the model was not told:\n%s", res[len(res)-1])
+	}
+
+	// The audit log has an entry of its own for each review of the hook: who decided, the file,
+	// applied or not, and when — in the order they were decided.
+	recs, err := env.srv.rt.Store().ReadAudit(time.Now().UTC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.FollowUp == nil || (r.Session != s && r.Session != s2) {
+			continue
+		}
+		if r.FollowUp.Path != hook || r.Tool != "bash" || r.Time.IsZero() {
+			t.Errorf("the audit record of a review of the hook: %+v %+v", r, r.FollowUp)
+		}
+		got = append(got, fmt.Sprintf("%s by %s applied %v", r.Decision, r.By, r.FollowUp.Applied))
+		if r.Decision == store.DecisionRejected && !strings.Contains(r.Reason, "not my hook") &&
+			!strings.Contains(r.Reason, "no editor that can review changes is attached") {
+			t.Errorf("a rejection's reason in the audit log: %q", r.Reason)
+		}
+	}
+	want := []string{
+		"allowed by user applied true",        // yolo
+		"rejected by user applied false",      // auto-edit: "not my hook"
+		"allowed by user applied true",        // ask
+		"rejected by no editor applied false", // nobody to ask
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the audit log's records of the hook's reviews:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -13,11 +13,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/agent"
+	"github.com/agentd/agentd/preview"
 	"github.com/agentd/agentd/tools"
 )
 
@@ -45,13 +48,21 @@ const (
 	ByNoGate = "no gate"
 )
 
+// How the user's accept of a follow-up applies (AuditFollowUp.Accepted).
+const (
+	AcceptedAll     = "all"     // the change as proposed
+	AcceptedEdited  = "edited"  // the user's own version, edited in the review, instead
+	AcceptedPartial = "partial" // some of its hunks (AuditFollowUp.AcceptedHunks)
+)
+
 // maxAuditArgs is the most argument bytes an audit record keeps verbatim; longer arguments are
 // cut (their size and SHA-256 always cover the whole).
 const maxAuditArgs = 64 << 10
 
-// AuditRecord is one line of the audit log: one tool call, written when it ended.
+// AuditRecord is one line of the audit log: one tool call, written when it ended, or one
+// follow-up of a call (FollowUp set), written when it was decided and applied or not.
 type AuditRecord struct {
-	Time    time.Time `json:"time"` // when the call ended
+	Time    time.Time `json:"time"` // when the call (the follow-up) ended
 	Session string    `json:"session"`
 	Turn    string    `json:"turn,omitzero"`
 	CallID  string    `json:"callId"`
@@ -80,6 +91,33 @@ type AuditRecord struct {
 	ResultBytes   int   `json:"resultBytes"`
 	OriginalBytes int64 `json:"originalBytes,omitzero"`
 	Truncated     bool  `json:"truncated,omitzero"`
+	// FollowUp, set, makes the record one of a change the call made and could not apply on its
+	// own (a command's or MCP server's change put to review after the call ran, tools.FollowUp),
+	// a line of its own beside the call's (same CallID, Tool and Args; the call's line is
+	// written after it). Decision, By, Reason and GateWait are then the review's, Duration the
+	// time from the review's question to the change's outcome, Result ok when it was applied
+	// (else the refusal's type, "" when it could not be applied), IsError an accept that could
+	// not be applied, ResultBytes the size of what the model was told about it.
+	FollowUp *AuditFollowUp `json:"followUp,omitzero"`
+}
+
+// AuditFollowUp is what a follow-up's audit record says about the change.
+type AuditFollowUp struct {
+	// Subject names the change ("Review of the created .husky/pre-commit"), Path its file
+	// (absolute; "" when no gate saw it).
+	Subject string `json:"subject"`
+	Path    string `json:"path,omitzero"`
+	// Applied: the change reached the workspace.
+	Applied bool `json:"applied"`
+	// Accepted, for an allow, is what was accepted (Accepted constants); AcceptedHunks the IDs
+	// of the hunks accepted in part, of Hunks in the diff; ContentSHA256 the hash of the user's
+	// edited version.
+	Accepted      string   `json:"accepted,omitzero"`
+	AcceptedHunks []string `json:"acceptedHunks,omitzero"`
+	Hunks         int      `json:"hunks,omitzero"`
+	ContentSHA256 string   `json:"contentSha256,omitzero"`
+	// Outcome is what the model was told became of it.
+	Outcome string `json:"outcome"`
 }
 
 // Audit records the tool calls of one session in the store's audit log (audit/<yyyy-mm-dd>.jsonl,
@@ -94,6 +132,8 @@ type Audit struct {
 	turn  string
 	calls map[string]*auditCall // by call ID, from ToolStart to ToolEnd
 	gates map[string]gateOutcome
+	// followUps are the reviews of follow-ups, by followUpKey, from the gate to FollowUpEnd.
+	followUps map[string]followUpReview
 }
 
 type auditCall struct {
@@ -107,10 +147,19 @@ type gateOutcome struct {
 	wait                 time.Duration
 }
 
+// followUpReview is a follow-up's gate outcome and what the gate saw of the change.
+type followUpReview struct {
+	gateOutcome
+	start time.Time
+	fu    AuditFollowUp
+}
+
+func followUpKey(callID, subject string) string { return callID + "\x00" + subject }
+
 // Audit returns the audit recorder of a session.
 func (s *Store) Audit(sessionID string) *Audit {
 	return &Audit{w: s.audit, session: sessionID, log: s.log,
-		calls: map[string]*auditCall{}, gates: map[string]gateOutcome{}}
+		calls: map[string]*auditCall{}, gates: map[string]gateOutcome{}, followUps: map[string]followUpReview{}}
 }
 
 // WrapGate returns a gate that asks g and records its decision for the call. A nil g stays nil
@@ -145,15 +194,66 @@ func (a *Audit) WrapGate(g agent.Gate) agent.Gate {
 				}
 			}
 		}
-		// A follow-up (a command's change put to review after it ran) is told to the model in
-		// the call's result; the call's record keeps the decision about the call itself.
-		if req.Call != nil && !req.FollowUp {
+		// A follow-up (a command's change put to review after it ran) gets a record of its own
+		// (at its FollowUpEnd); the call's record keeps the decision about the call itself.
+		switch {
+		case req.Call == nil:
+		case req.FollowUp:
+			r := followUpReview{gateOutcome: o, start: start, fu: reviewed(req, d, err == nil && ctx.Err() == nil)}
+			a.mu.Lock()
+			a.followUps[followUpKey(req.Call.ID, req.Subject)] = r
+			a.mu.Unlock()
+		default:
 			a.mu.Lock()
 			a.gates[req.Call.ID] = o
 			a.mu.Unlock()
 		}
 		return d, err
 	}
+}
+
+// reviewed is what a follow-up's question and its decision say about the change: its file,
+// and for an allow what was accepted.
+func reviewed(req agent.GateRequest, d agent.GateDecision, decided bool) AuditFollowUp {
+	fu := AuditFollowUp{Subject: req.Subject}
+	if pm, ok := req.Tool.(tools.PermissionMetadata); ok {
+		if paths := pm.Permission(req.Call).Paths; len(paths) > 0 {
+			fu.Path = paths[0]
+		}
+	}
+	var diff *preview.Diff
+	if req.Preview != nil {
+		diff = req.Preview.Diff
+	}
+	if diff != nil {
+		fu.Hunks = len(diff.Hunks)
+		if fu.Path == "" {
+			fu.Path = diff.Path
+		}
+	}
+	if !decided || !d.Allow {
+		return fu
+	}
+	fu.Accepted = AcceptedAll
+	switch ap := d.Approval; {
+	case ap == nil:
+	case ap.Content != nil && (diff == nil || *ap.Content != diff.New):
+		sum := sha256.Sum256([]byte(*ap.Content))
+		fu.Accepted, fu.ContentSHA256 = AcceptedEdited, hex.EncodeToString(sum[:])
+	case ap.Hunks != nil && (diff == nil || !allHunks(diff, ap.Hunks)):
+		fu.Accepted, fu.AcceptedHunks = AcceptedPartial, slices.Clone(ap.Hunks)
+	}
+	return fu
+}
+
+// allHunks reports whether ids name every hunk of d.
+func allHunks(d *preview.Diff, ids []string) bool {
+	for _, h := range d.Hunks {
+		if !slices.Contains(ids, h.ID) {
+			return false
+		}
+	}
+	return true
 }
 
 // Observe follows the session's events: TurnStart and TurnEnd set the turn, ToolStart remembers
@@ -174,6 +274,18 @@ func (a *Audit) Observe(e agent.Event) {
 		a.mu.Lock()
 		a.calls[e.CallID] = &auditCall{start: time.Now(), tool: e.Tool, args: e.Args}
 		a.mu.Unlock()
+	case agent.FollowUpEnd:
+		a.mu.Lock()
+		key := followUpKey(e.CallID, e.Subject)
+		r, asked := a.followUps[key]
+		delete(a.followUps, key)
+		c := a.calls[e.CallID]
+		turn := a.turn
+		a.mu.Unlock()
+		rec := a.followUpRecord(turn, e, c, r, asked)
+		if err := a.w.write(rec); err != nil {
+			a.log.Error("store: cannot write the audit log", "session", a.session, "call", e.CallID, "followUp", e.Subject, "err", err)
+		}
 	case agent.ToolEnd:
 		a.mu.Lock()
 		c := a.calls[e.CallID]
@@ -206,6 +318,30 @@ func (a *Audit) record(turn string, e agent.ToolEnd, c *auditCall, g gateOutcome
 	for _, b := range r.Content {
 		rec.ResultBytes += len(b.Text) + len(b.Data)
 	}
+	return rec
+}
+
+// followUpRecord is the record of one follow-up of a call (AuditRecord.FollowUp).
+func (a *Audit) followUpRecord(turn string, e agent.FollowUpEnd, c *auditCall, r followUpReview, asked bool) AuditRecord {
+	now := time.Now()
+	rec := AuditRecord{Time: now.UTC(), Session: a.session, Turn: turn, CallID: e.CallID,
+		Decision: DecisionNotAsked, By: ByNoGate, Result: e.Type, ResultBytes: len(e.Text)}
+	fu := AuditFollowUp{Subject: e.Subject}
+	if asked {
+		rec.Decision, rec.By, rec.Reason, rec.GateWait = r.decision, r.by, r.reason, r.wait
+		rec.Duration = now.Sub(r.start)
+		fu = r.fu
+	}
+	fu.Applied, fu.Outcome = e.Applied, strings.TrimSpace(e.Text)
+	if e.Applied {
+		rec.Result = tools.OK
+	}
+	rec.IsError = !e.Applied && rec.Decision == DecisionAllowed
+	if c != nil {
+		rec.Tool = c.tool
+		setArgs(&rec, c.args)
+	}
+	rec.FollowUp = &fu
 	return rec
 }
 

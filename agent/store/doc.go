@@ -16,8 +16,9 @@
 //	checkpoints/<session-id>/<turn>.json  one manifest per turn that changed files
 //	checkpoints/<session-id>/<turn>.intents  append-only: the content each write of the turn
 //	                                      was about to put on disk (Intend), one fsync a record
-//	audit/<yyyy-mm-dd>.jsonl              one AuditRecord per tool call, one file per UTC day,
-//	                                      for every session (each record names its session)
+//	audit/<yyyy-mm-dd>.jsonl              one AuditRecord per tool call, and one per change a
+//	                                      call proposed for review (a follow-up), one file per
+//	                                      UTC day, for every session (each names its session)
 //
 // The audit log is split by day rather than by session: it answers "what did agentd do
 // yesterday", across sessions, and old days can be deleted by age without touching sessions.
