@@ -161,3 +161,16 @@ func TestApplyLockWaitsForAnotherProcess(t *testing.T) {
 		t.Errorf("no layer directory: %v, want ErrApplyLock", err)
 	}
 }
+
+// BenchmarkLockApplyRoots is the cost an accepted follow-up pays for the lock when no one else
+// holds it: open, flock, close.
+func BenchmarkLockApplyRoots(b *testing.B) {
+	dir := b.TempDir()
+	for b.Loop() {
+		unlock, err := LockApplyRoots(context.Background(), dir, []string{"/home/u/project"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		unlock()
+	}
+}
