@@ -103,8 +103,8 @@ type AuditRecord struct {
 
 // AuditFollowUp is what a follow-up's audit record says about the change.
 type AuditFollowUp struct {
-	// Subject names the change ("Review of the created .husky/pre-commit"), Path its file
-	// (absolute; "" when no gate saw it).
+	// Subject names the change ("Review of the created .husky/pre-commit"), Path its file (the
+	// absolute path its review's permission names, else the diff's; "" when no gate saw it).
 	Subject string `json:"subject"`
 	Path    string `json:"path,omitzero"`
 	// Applied: the change reached the workspace.
