@@ -161,6 +161,9 @@ func SweepLayers(dir string) []string {
 	}
 	var dropped []string
 	for _, e := range ents {
+		if !e.IsDir() {
+			continue // the apply locks (LockApplyRoots) live beside the layers
+		}
 		p := filepath.Join(dir, e.Name())
 		f, err := os.OpenFile(filepath.Join(p, "owner"), os.O_RDWR, 0)
 		if err == nil {

@@ -129,11 +129,15 @@ func TestSweepLayers(t *testing.T) {
 	}
 	mustWrite(t, dead+"/0/upper/planted", "x")
 	mustWrite(t, dead+"/owner", "123\n")
+	// An apply lock beside the layers is not a layer: removing it while another process holds it
+	// would let a third one take a new lock file at the same name.
+	lock := filepath.Join(e.layers, "apply-0123456789abcdef.lock")
+	mustWrite(t, lock, "")
 	if got := SweepLayers(e.layers); !slices.Equal(got, []string{dead}) {
 		t.Errorf("swept %q, want the dead layer only", got)
 	}
-	if !hostHas(c.layers.dir) || hostHas(dead) {
-		t.Error("sweep removed the running command's layer or kept the dead one")
+	if !hostHas(c.layers.dir) || hostHas(dead) || !hostHas(lock) {
+		t.Error("sweep removed the running command's layer or an apply lock, or kept the dead one")
 	}
 }
 
