@@ -1,12 +1,15 @@
 package acp
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/agentd/agentd/policy"
@@ -84,6 +87,75 @@ func TestLoadReplaysNoAgentdMessageAsTheUsers(t *testing.T) {
 		"user_message_chunk: second",
 		"agent_message_chunk: Done.",
 	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("replayed chunks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// session/load replays a prompt an editor sent with context (here through the daemon's path,
+// harness.Session.PromptWithContext) as the user's words: the context appended for the model is
+// not sent again as the user's.
+func TestLoadReplaysTheUsersWordsWithoutTheEditorContext(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fake := ollamatest.NewServer(&ollamatest.Script{Turns: []ollamatest.Turn{{Repeat: true, Reply: ollamatest.Reply{Text: "Seen."}}}})
+	t.Cleanup(fake.Close)
+	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
+		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
+		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := rt.Open(harness.SessionSpec{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := harness.NewSession(h, nil)
+	ended := make(chan struct{}, 1)
+	_, detach := s.Attach(func(u harness.Update) {
+		if _, ok := u.Event.(agent.TurnEnd); ok {
+			ended <- struct{}{}
+		}
+	})
+	if _, err := s.PromptWithContext(context.Background(), "why is it wrong?",
+		agent.EditorContext{Text: "\n\nThe user is looking at cart.go.\n", Labels: []string{"cart.go"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the turn did not end")
+	}
+	detach()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p := newPeer(t, rt)
+	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.until("the initialize response", isResponse(1))
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"` + h.ID() + `","cwd":"` + ws + `","mcpServers":[]}}`)
+	var got []string
+	for {
+		m := p.next("the session/load replay and answer")
+		if isResponse(2)(m) {
+			if m["error"] != nil {
+				t.Fatalf("session/load: %v", m)
+			}
+			break
+		}
+		params, _ := m["params"].(map[string]any)
+		u, _ := params["update"].(map[string]any)
+		kind, _ := u["sessionUpdate"].(string)
+		if c, _ := u["content"].(map[string]any); c != nil && strings.HasSuffix(kind, "_chunk") {
+			got = append(got, kind+": "+c["text"].(string))
+		}
+	}
+	want := []string{"user_message_chunk: why is it wrong?", "agent_message_chunk: Seen."}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("replayed chunks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

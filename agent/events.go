@@ -21,6 +21,9 @@ type TurnStart struct {
 	Prompt string
 	// Typed is the user's own words when Prompt has editor context appended; else empty.
 	Typed string
+	// Context names the pieces of editor context appended to Prompt, as the editors label them
+	// (EditorContext.Labels); empty without context.
+	Context []string
 }
 
 // Words is what the user wrote: the prompt without the editor context agentd appended.

@@ -41,6 +41,9 @@ type Entry struct {
 	// Typed is the user's own words of an EntryTurnStart whose Prompt has editor context
 	// appended (the active file, a selection, mentions); empty when Prompt is all the user wrote.
 	Typed string `json:"typed,omitzero"`
+	// Context names the pieces of that editor context as the editors label them ("cart.go",
+	// "cart.go:3-5", "@greet.go"); absent in journals written before it existed.
+	Context []string `json:"context,omitzero"`
 	// Reason is set for EntryTurnEnd; Error carries the failure of an "error" end.
 	Reason string `json:"reason,omitzero"`
 	Error  string `json:"error,omitzero"`
@@ -87,8 +90,10 @@ type ReplayedTurn struct {
 	ID     string
 	Prompt string
 	// Typed is the user's own words when Prompt has editor context appended (Entry.Typed).
-	Typed  string
-	Reason string
+	Typed string
+	// Context names the pieces of the editor context (Entry.Context).
+	Context []string
+	Reason  string
 }
 
 // Words is what the user wrote for the turn: the prompt without the editor context agentd
@@ -98,6 +103,11 @@ func (t ReplayedTurn) Words() string {
 		return t.Typed
 	}
 	return t.Prompt
+}
+
+// Start is the turn's start as the loop emitted it (agent.TurnStart), for a reducer fed by both.
+func (t ReplayedTurn) Start() TurnStart {
+	return TurnStart{TurnID: t.ID, Prompt: t.Prompt, Typed: t.Typed, Context: t.Context}
 }
 
 // Replay rebuilds a session from its entries, in order. Unknown entry types are skipped, so a
@@ -119,7 +129,7 @@ func Replay(entries []Entry) Replayed {
 		case EntryMode:
 			r.Mode = e.Mode
 		case EntryTurnStart:
-			r.Turns = append(r.Turns, ReplayedTurn{ID: e.TurnID, Prompt: e.Prompt, Typed: e.Typed})
+			r.Turns = append(r.Turns, ReplayedTurn{ID: e.TurnID, Prompt: e.Prompt, Typed: e.Typed, Context: e.Context})
 		case EntryTurnEnd:
 			for i := len(r.Turns) - 1; i >= 0; i-- {
 				if r.Turns[i].ID == e.TurnID {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,7 +116,15 @@ type turnRequest struct {
 	id     string
 	prompt string
 	// context is editor context appended to the prompt for the model (PromptWithContext).
-	context string
+	context EditorContext
+}
+
+// EditorContext is editor context sent with a prompt (the active file, a selection, mentions):
+// Text is appended to the prompt for the model; Labels name its pieces as the editors show them
+// beside the user's words ("cart.go", "cart.go:3-5", "@greet.go"), live and replayed alike.
+type EditorContext struct {
+	Text   string
+	Labels []string
 }
 
 // NewSession starts a session's goroutine.
@@ -185,13 +194,14 @@ func (s *Session) Prompt(text string) (string, error) {
 	if s.running != "" {
 		return "", ErrTurnRunning
 	}
-	return s.startLocked(text, ""), nil
+	return s.startLocked(text, EditorContext{}), nil
 }
 
 // PromptWithContext starts a turn with the user's text and editor context (the active file, a
 // selection, mentions) appended for the model; the turn's prompt as the user wrote it — shown in
-// the session list, given back by a rewind — is text alone.
-func (s *Session) PromptWithContext(text, context string) (string, error) {
+// the session list and the transcript, given back by a rewind — is text alone, and the turn
+// records the context's labels (TurnStart.Context).
+func (s *Session) PromptWithContext(text string, context EditorContext) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -203,7 +213,7 @@ func (s *Session) PromptWithContext(text, context string) (string, error) {
 	return s.startLocked(text, context), nil
 }
 
-func (s *Session) startLocked(text, context string) string {
+func (s *Session) startLocked(text string, context EditorContext) string {
 	s.turnSeq++
 	id := "t" + strconv.Itoa(s.turnSeq)
 	s.running = id
@@ -220,7 +230,7 @@ func (s *Session) Steer(text string) (string, error) {
 		return "", ErrClosed
 	}
 	if s.running == "" {
-		return s.startLocked(text, ""), nil
+		return s.startLocked(text, EditorContext{}), nil
 	}
 	s.queue = append(s.queue, text)
 	select {
@@ -302,12 +312,16 @@ func (s *Session) runTurn(req turnRequest) {
 	}
 	defer cancel()
 
-	prompt, typed := req.prompt, ""
-	if req.context != "" {
-		prompt, typed = req.prompt+req.context, req.prompt
+	start := TurnStart{TurnID: req.id, Prompt: req.prompt}
+	if req.context.Text != "" {
+		start.Prompt, start.Typed = req.prompt+req.context.Text, req.prompt
 	}
-	s.journal(Entry{Type: EntryTurnStart, TurnID: req.id, Prompt: prompt, Typed: typed})
-	s.kernel.Emit(TurnStart{TurnID: req.id, Prompt: prompt, Typed: typed})
+	if len(req.context.Labels) > 0 {
+		start.Context = slices.Clone(req.context.Labels)
+	}
+	prompt := start.Prompt
+	s.journal(Entry{Type: EntryTurnStart, TurnID: req.id, Prompt: prompt, Typed: start.Typed, Context: start.Context})
+	s.kernel.Emit(start)
 	if s.cfg.TurnNote != nil {
 		if note := s.cfg.TurnNote(); note != "" {
 			s.appendMessage(req.id, Message{Role: RoleUser, Content: note, Note: true})
@@ -335,7 +349,7 @@ func (s *Session) runTurn(req turnRequest) {
 	pending := s.queue
 	s.queue = nil
 	if len(pending) > 0 && !s.closed {
-		s.startLocked(strings.Join(pending, "\n\n"), "")
+		s.startLocked(strings.Join(pending, "\n\n"), EditorContext{})
 	}
 	s.mu.Unlock()
 	s.kernel.Emit(TurnEnd{TurnID: req.id, Reason: reason, Err: err})

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,7 +185,7 @@ func (h *harness) waitEnd() TurnEnd {
 func TestPromptWithContextKeepsTheUsersWords(t *testing.T) {
 	h := newHarness(t, nil)
 	h.model.add(say("Seen."))
-	if _, err := h.s.PromptWithContext("fix it", "\n\nThe user is looking at a.go.\n"); err != nil {
+	if _, err := h.s.PromptWithContext("fix it", EditorContext{Text: "\n\nThe user is looking at a.go.\n", Labels: []string{"a.go"}}); err != nil {
 		t.Fatal(err)
 	}
 	if end := h.waitEnd(); end.Reason != "done" {
@@ -199,12 +201,12 @@ func TestPromptWithContextKeepsTheUsersWords(t *testing.T) {
 			start = ts
 		}
 	}
-	if start.Words() != "fix it" || !strings.HasSuffix(start.Prompt, "a.go.\n") {
-		t.Errorf("turn start = %+v: want the user's words apart from the prompt", start)
+	if start.Words() != "fix it" || !strings.HasSuffix(start.Prompt, "a.go.\n") || !slices.Equal(start.Context, []string{"a.go"}) {
+		t.Errorf("turn start = %+v: want the user's words apart from the prompt, and the context's labels", start)
 	}
 	r := Replay(h.journal.all())
-	if len(r.Turns) != 1 || r.Turns[0].Words() != "fix it" {
-		t.Errorf("replayed turns = %+v, want the user's words", r.Turns)
+	if len(r.Turns) != 1 || !reflect.DeepEqual(r.Turns[0].Start(), start) {
+		t.Errorf("replayed turns = %+v, want the turn as it started: %+v", r.Turns, start)
 	}
 }
 

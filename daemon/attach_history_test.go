@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/agentd/agentd/ollama/ollamatest"
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools/sandbox"
+	"go.lsp.dev/protocol"
 )
 
 // liveTurnIDs collects the turn IDs of every session/update an editor received.
@@ -185,4 +187,54 @@ func TestAttachDuringACommandShowsItsOutputSoFar(t *testing.T) {
 			t.Errorf("the attached editor's output of the command = %q, want %q once", out, line)
 		}
 	}
+}
+
+// A prompt sent with editor context (the active file, a selection, a mention): the model reads the
+// context, but the live userMessage, the history of an editor attaching and the history of a
+// daemon that loads the session from its journal all show the user's words with the context's
+// labels, never the appended context ("The user is looking at cart.go…").
+func TestHistoryShowsTheUsersWordsWithTheContextLabels(t *testing.T) {
+	env := newEnv(t, map[string]string{"cart.go": cartGo, "greet.go": "package shop\n"})
+	env.ollama.Enqueue(ollamatest.Text("Seen."))
+	a := env.editor(true)
+	s := a.newSession()
+	words := "why is @greet.go unused?"
+	sel := protocol.Range{Start: protocol.Position{Line: 2}, End: protocol.Position{Line: 5}}
+	items := []rpc.ContextItem{
+		fileItem(env, "greet.go"),
+		{URI: fileURI(filepath.Join(env.ws, "cart.go")), Range: &sel, Text: "func Total(c *Cart) int {\n"},
+		{URI: fileURI(filepath.Join(env.ws, "cart.go"))},
+	}
+	var res rpc.SessionPromptResult
+	a.mustCall(rpc.MethodSessionPrompt, rpc.SessionPromptParams{SessionID: s, Text: words, Context: items}, &res)
+	if end := a.turnEnd(); end.Reason != "done" {
+		t.Fatalf("turn end = %+v", end)
+	}
+	msgs := env.ollama.Chats()[0].Request.Messages
+	if got := msgs[len(msgs)-1].Content; !strings.Contains(got, words+"\n\nThe user mentions the file greet.go") || !strings.Contains(got, "The user is looking at cart.go.") {
+		t.Fatalf("the model read %q, want the words and the context", got)
+	}
+	want := rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: res.TurnID, Text: words, Context: []string{"@greet.go", "cart.go:3-5", "cart.go"}}
+
+	var live rpc.SessionUpdateParams
+	json.Unmarshal(a.waitFor("the userMessage update", func(n note) bool {
+		return n.method == rpc.MethodSessionUpdate && strings.Contains(string(n.params), `"userMessage"`)
+	}), &live)
+	if got := (rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: live.TurnID, Text: live.Update.Text, Context: live.Update.Context}); !reflect.DeepEqual(got, want) {
+		t.Errorf("live userMessage = %+v, want %+v", got, want)
+	}
+	userItem := func(who string, att rpc.SessionAttachResult) {
+		t.Helper()
+		if len(att.History) == 0 || !reflect.DeepEqual(att.History[0], want) {
+			t.Errorf("%s: history = %+v, want it to start with %+v", who, att.History, want)
+		}
+	}
+	var att rpc.SessionAttachResult
+	env.editor(true).mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	userItem("a second editor attaching", att)
+
+	env.srv.Shutdown()
+	env2 := newEnvWith(t, nil, func(o *harness.Options) { o.StateDir = env.srv.rt.Options().StateDir })
+	env2.editor(true).mustCall(rpc.MethodSessionAttach, rpc.SessionAttachParams{SessionID: s}, &att)
+	userItem("another daemon loading the journal", att)
 }

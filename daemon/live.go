@@ -184,7 +184,7 @@ func (ls *liveSession) history(snap harness.Snapshot) []rpc.HistoryItem {
 		for _, it := range t.Items {
 			switch it.Kind {
 			case harness.ItemUser:
-				out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: t.ID, Text: it.Text})
+				out = append(out, rpc.HistoryItem{Type: rpc.HistoryUser, TurnID: t.ID, Text: it.Text, Context: it.Context})
 			case harness.ItemAgent:
 				out = append(out, rpc.HistoryItem{Type: rpc.HistoryAssistant, TurnID: t.ID, Text: it.Text, Thinking: it.Thinking})
 			case harness.ItemCompaction:
@@ -238,7 +238,7 @@ func (ls *liveSession) wire(u harness.Update) []rpc.SessionUpdateParams {
 	switch e := u.Event.(type) {
 	case agent.TurnStart:
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateTurnStarted}),
-			up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Prompt})}
+			up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Words(), Context: e.Context})}
 	case agent.UserMessage:
 		return []rpc.SessionUpdateParams{up(e.TurnID, rpc.Update{Type: rpc.UpdateUserMessage, Text: e.Text})}
 	case agent.MessageDelta:

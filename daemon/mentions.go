@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/agent"
 	"github.com/agentd/agentd/rpc"
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/fsafe"
@@ -28,10 +29,11 @@ const (
 // whose text the editor sent). An item of an unknown kind is an invalid-params error; a mention
 // that cannot be read is told to the model as such, never read around.
 // The prompt's own text stays apart (agent.Session.PromptWithContext), so the turn keeps the
-// user's words for the session list and a rewind.
-func editorContext(ctx context.Context, items []rpc.ContextItem, root string, overlay fsafe.Overlay) (string, error) {
+// user's words for the session list, the transcript and a rewind, with one label per item
+// (contextLabel) that the editors show beside them, live and replayed.
+func editorContext(ctx context.Context, items []rpc.ContextItem, root string, overlay fsafe.Overlay) (agent.EditorContext, error) {
 	if len(items) == 0 {
-		return "", nil
+		return agent.EditorContext{}, nil
 	}
 	var ws *fsafe.Workspace
 	for _, it := range items {
@@ -41,16 +43,18 @@ func editorContext(ctx context.Context, items []rpc.ContextItem, root string, ov
 			if ws == nil {
 				var err error
 				if ws, err = fsafe.NewWorkspace(root); err != nil {
-					return "", err
+					return agent.EditorContext{}, err
 				}
 				defer ws.Close()
 			}
 		default:
-			return "", rpc.Errorf(rpc.CodeInvalidParams, "context item of unknown kind %q (known: file, folder, symbol)", it.Kind)
+			return agent.EditorContext{}, rpc.Errorf(rpc.CodeInvalidParams, "context item of unknown kind %q (known: file, folder, symbol)", it.Kind)
 		}
 	}
 	var b strings.Builder
+	labels := make([]string, 0, len(items))
 	for _, it := range items {
+		labels = append(labels, contextLabel(it, root))
 		b.WriteString("\n\n")
 		switch it.Kind {
 		case rpc.ContextFile:
@@ -87,7 +91,37 @@ func editorContext(ctx context.Context, items []rpc.ContextItem, root string, ov
 			}
 		}
 	}
-	return b.String(), nil
+	return agent.EditorContext{Text: b.String(), Labels: labels}, nil
+}
+
+// contextLabel names a context item as the editors' chips do: the active file "cart.go", a
+// selection "cart.go:3-5" (its last line is the one before the end when the end is at the start
+// of a line, as VS Code's chip counts it), mentions as typed: "@greet.go", "@pkg/", "@#Total".
+func contextLabel(it rpc.ContextItem, root string) string {
+	path := displayPath(it.URI, root)
+	if p, ok := fileURIPath(path); ok {
+		path = p // a file outside the workspace: its path
+	}
+	path = filepath.ToSlash(path)
+	switch it.Kind {
+	case rpc.ContextFile:
+		return "@" + path
+	case rpc.ContextFolder:
+		return "@" + strings.TrimSuffix(path, "/") + "/"
+	case rpc.ContextSymbol:
+		return "@#" + it.Name
+	}
+	if it.Range == nil {
+		return path
+	}
+	a, b := it.Range.Start.Line+1, it.Range.End.Line+1
+	if it.Range.End.Character == 0 && it.Range.End.Line > it.Range.Start.Line {
+		b--
+	}
+	if b <= a {
+		return fmt.Sprintf("%s:%d", path, a)
+	}
+	return fmt.Sprintf("%s:%d-%d", path, a, b)
 }
 
 // displayPath is a URI as the model sees it: workspace-relative when inside the workspace.

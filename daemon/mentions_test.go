@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,13 +147,17 @@ func TestEditorContextCaps(t *testing.T) {
 	root := t.TempDir()
 	long := strings.Repeat("x := 1 // 0123456789012345678901234567890123456789\n", 1000)
 	rng := protocol.Range{Start: protocol.Position{Line: 9}, End: protocol.Position{Line: 1009}}
-	got, err := editorContext(context.Background(), []rpc.ContextItem{
+	ec, err := editorContext(context.Background(), []rpc.ContextItem{
 		{Kind: rpc.ContextSymbol, URI: fileURI(filepath.Join(root, "m.go")), Range: &rng, Text: long, Name: "main", SymbolKind: "function"},
 		{URI: fileURI(filepath.Join(root, "s.md")), Range: &rng, Text: "a\n```\nb"},
 		{URI: fileURI(filepath.Join(root, "m.go"))},
 	}, root, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	got := ec.Text
+	if want := []string{"@#main", "s.md:10-1009", "m.go"}; !slices.Equal(ec.Labels, want) {
+		t.Errorf("labels = %q, want %q", ec.Labels, want)
 	}
 	if !strings.Contains(got, "The user mentions function main in m.go, lines 10–1010:\n```\nx := 1") ||
 		!strings.Contains(got, "only the first") || len(got) > mentionBytes+2048 {
@@ -163,5 +168,34 @@ func TestEditorContextCaps(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, "The user is looking at m.go.\n") {
 		t.Errorf("the active file item changed:\n%s", got[len(got)-300:])
+	}
+}
+
+// TestContextLabels: each context item is labelled as the editors' chips label it.
+func TestContextLabels(t *testing.T) {
+	root := t.TempDir()
+	uri := func(rel string) string { return fileURI(filepath.Join(root, rel)) }
+	rng := func(l1, c1, l2, c2 int) *protocol.Range {
+		return &protocol.Range{Start: protocol.Position{Line: uint32(l1), Character: uint32(c1)}, End: protocol.Position{Line: uint32(l2), Character: uint32(c2)}}
+	}
+	cases := []struct {
+		item rpc.ContextItem
+		want string
+	}{
+		{rpc.ContextItem{URI: uri("cart.go")}, "cart.go"},
+		{rpc.ContextItem{URI: uri("pkg/cart.go"), Range: rng(2, 0, 4, 7)}, "pkg/cart.go:3-5"},
+		// Whole lines 3–5 as VS Code selects them and Neovim's :'<,'>Agent sends them: the end is
+		// at the start of line 6.
+		{rpc.ContextItem{URI: uri("cart.go"), Range: rng(2, 0, 5, 0)}, "cart.go:3-5"},
+		{rpc.ContextItem{URI: uri("cart.go"), Range: rng(2, 4, 2, 9)}, "cart.go:3"},
+		{rpc.ContextItem{Kind: rpc.ContextFile, URI: uri("greet.go")}, "@greet.go"},
+		{rpc.ContextItem{Kind: rpc.ContextFolder, URI: uri("pkg")}, "@pkg/"},
+		{rpc.ContextItem{Kind: rpc.ContextSymbol, URI: uri("cart.go"), Name: "Total", Range: rng(2, 0, 9, 1)}, "@#Total"},
+		{rpc.ContextItem{URI: "file:///elsewhere/notes.md"}, "/elsewhere/notes.md"},
+	}
+	for _, c := range cases {
+		if got := contextLabel(c.item, root); got != c.want {
+			t.Errorf("contextLabel(%+v) = %q, want %q", c.item, got, c.want)
+		}
 	}
 }

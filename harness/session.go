@@ -52,6 +52,7 @@ func NewSession(h *Harness, ask Asker) *Session {
 	reasons := map[string]string{}
 	for _, t := range h.Replayed.Turns {
 		reasons[t.ID] = t.Reason
+		s.tr.started(t.Start())
 	}
 	s.turns = len(h.Replayed.Turns)
 	s.tr.replay(h.Replayed.History, h.Replayed.HistoryTurns, reasons, nil)
@@ -157,9 +158,9 @@ func (s *Session) Prompt(ctx context.Context, text string) (string, error) {
 	return loop.Prompt(text)
 }
 
-// PromptWithContext starts a turn with the user's text and editor context appended for the model
-// (agent.Session.PromptWithContext).
-func (s *Session) PromptWithContext(ctx context.Context, text, context string) (string, error) {
+// PromptWithContext starts a turn with the user's text and editor context: its text appended for
+// the model, its labels shown beside the user's words (agent.Session.PromptWithContext).
+func (s *Session) PromptWithContext(ctx context.Context, text string, context agent.EditorContext) (string, error) {
 	loop, err := s.start(ctx)
 	if err != nil {
 		return "", err

@@ -46,7 +46,11 @@ type Item struct {
 	// Text is the user's words, the model's reply, or the compaction's summary.
 	Text     string
 	Thinking string
-	Tool     *ToolCall
+	// Context names the editor context sent with a user's prompt, as the editors label it
+	// ("cart.go", "cart.go:3-5", "@greet.go"; agent.TurnStart.Context); its text is for the model
+	// only and never in Text.
+	Context []string
+	Tool    *ToolCall
 	// Before and After are a live compaction's estimated prompt tokens (0 when replayed).
 	Before, After int
 }
@@ -104,6 +108,22 @@ type transcript struct {
 	// failed is the position (from 1) in the current turn of a reply that failed while streaming:
 	// the history keeps its text only when the turn was cancelled.
 	failed int
+	// starts are the turns' starts by ID (replayed, then live): a replay shows a prompt's words
+	// and context labels, not the prompt with the context the model read.
+	starts map[string]agent.TurnStart
+}
+
+// started records a turn's start.
+func (t *transcript) started(ts agent.TurnStart) {
+	if t.starts == nil {
+		t.starts = map[string]agent.TurnStart{}
+	}
+	t.starts[ts.TurnID] = ts
+}
+
+// userItem is the item of a turn's prompt.
+func userItem(ts agent.TurnStart) Item {
+	return Item{Kind: ItemUser, Text: ts.Words(), Context: ts.Context}
 }
 
 // clone returns a deep copy of the turns, for a snapshot.
@@ -145,6 +165,7 @@ func (t *transcript) turn(id string) *Turn {
 //
 // agentd's own messages are never the user's words: the note at a turn's start and the loop's
 // nudges are left out, a compaction's summary is a compaction item and its answer is left out.
+// A turn's prompt is its words and context labels (starts), as apply shows it live.
 func (t *transcript) replay(msgs []agent.Message, turnOf []string, reasons map[string]string, live map[string]*ToolCall) {
 	t.turns, t.calls, t.open, t.failed = nil, map[string]*ToolCall{}, false, 0
 	results := map[string]agent.Message{}
@@ -154,6 +175,7 @@ func (t *transcript) replay(msgs []agent.Message, turnOf []string, reasons map[s
 		}
 	}
 	cur := ""
+	prompted := map[string]bool{} // turns whose prompt is an item already
 	for i, m := range msgs {
 		if m.Role == agent.RoleSystem || m.Note || m.Kind == agent.KindNudge || m.Kind == agent.KindSummaryReply {
 			continue
@@ -178,6 +200,11 @@ func (t *transcript) replay(msgs []agent.Message, turnOf []string, reasons map[s
 		switch m.Role {
 		case agent.RoleUser:
 			tn := t.turn(cur)
+			if ts, ok := t.starts[cur]; ok && !prompted[cur] && m.Content == ts.Prompt {
+				prompted[cur] = true
+				tn.Items = append(tn.Items, userItem(ts))
+				continue
+			}
 			tn.Items = append(tn.Items, Item{Kind: ItemUser, Text: m.Content})
 		case agent.RoleAssistant:
 			tn := t.turn(cur)
@@ -212,8 +239,9 @@ func (t *transcript) replay(msgs []agent.Message, turnOf []string, reasons map[s
 func (t *transcript) apply(e agent.Event) *ToolCall {
 	switch e := e.(type) {
 	case agent.TurnStart:
+		t.started(e)
 		tn := t.turn(e.TurnID)
-		tn.Items = append(tn.Items, Item{Kind: ItemUser, Text: e.Prompt})
+		tn.Items = append(tn.Items, userItem(e))
 	case agent.UserMessage:
 		tn := t.turn(e.TurnID)
 		tn.Items = append(tn.Items, Item{Kind: ItemUser, Text: e.Text})

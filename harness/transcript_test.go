@@ -91,9 +91,11 @@ func TestTranscriptLiveEqualsReplay(t *testing.T) {
 	cases := []struct {
 		name    string
 		prompts []string
-		replies []ollamatest.Reply
-		setup   func(ws string)
-		check   func(t *testing.T, turns []Turn)
+		// contexts, when set, is the editor context sent with each prompt.
+		contexts []agent.EditorContext
+		replies  []ollamatest.Reply
+		setup    func(ws string)
+		check    func(t *testing.T, turns []Turn)
 	}{
 		{name: "text with reasoning", prompts: []string{"hi"},
 			replies: []ollamatest.Reply{ollamatest.Thinking("They greet me.", "Hello!")},
@@ -131,6 +133,21 @@ func TestTranscriptLiveEqualsReplay(t *testing.T) {
 					t.Errorf("glob call %+v: want a completed call whose text starts with \"Error \"", c)
 				}
 			}},
+		{name: "a prompt with editor context shows the user's words and the context's labels", prompts: []string{"why is it wrong?", "and now?"},
+			contexts: []agent.EditorContext{
+				{Text: "\n\nThe user is looking at cart.go.\n\nSelected in cart.go, lines 3–5:\n```\nx\n```", Labels: []string{"cart.go", "cart.go:3-5"}},
+				{},
+			},
+			replies: []ollamatest.Reply{ollamatest.Text("Because."), ollamatest.Text("Fine.")},
+			check: func(t *testing.T, turns []Turn) {
+				want := []Item{{Kind: ItemUser, Text: "why is it wrong?", Context: []string{"cart.go", "cart.go:3-5"}}, {Kind: ItemAgent, Text: "Because."}}
+				if len(turns) != 2 || !reflect.DeepEqual(turns[0].Items, want) {
+					t.Errorf("turns = %+v, want the first with %+v", turns, want)
+				}
+				if len(turns) == 2 && !reflect.DeepEqual(turns[1].Items[0], Item{Kind: ItemUser, Text: "and now?"}) {
+					t.Errorf("second prompt = %+v, want the words without context", turns[1].Items[0])
+				}
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,8 +161,14 @@ func TestTranscriptLiveEqualsReplay(t *testing.T) {
 			}
 			s := NewSession(h, nil)
 			ends, detach := turnEnds(s)
-			for _, p := range tc.prompts {
-				if _, err := s.Prompt(context.Background(), p); err != nil {
+			for i, p := range tc.prompts {
+				var err error
+				if i < len(tc.contexts) {
+					_, err = s.PromptWithContext(context.Background(), p, tc.contexts[i])
+				} else {
+					_, err = s.Prompt(context.Background(), p)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				waitEnd(t, ends)

@@ -82,6 +82,9 @@ type HistoryItem struct {
 	Thinking   string          `json:"thinking,omitzero"`
 	ToolCall   *ToolCallInfo   `json:"toolCall,omitzero"`
 	Compaction *CompactionInfo `json:"compaction,omitzero"`
+	// Context, for "user", labels the editor context sent with the prompt ("cart.go",
+	// "cart.go:3-5", "@greet.go"); Text is the user's words without it.
+	Context []string `json:"context,omitzero"`
 }
 
 type SessionDetachParams struct {

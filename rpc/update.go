@@ -35,8 +35,12 @@ const (
 // other kinds are always delivered.
 type Update struct {
 	Type string `json:"type"`
-	// Text is set for userMessage, textDelta, thinkingDelta and messageCompleted.
+	// Text is set for userMessage (the user's words, without the editor context the model
+	// reads), textDelta, thinkingDelta and messageCompleted.
 	Text string `json:"text,omitzero"`
+	// Context, for userMessage, labels the editor context sent with the prompt, as in
+	// HistoryItem.context ("cart.go", "cart.go:3-5", "@greet.go").
+	Context []string `json:"context,omitzero"`
 	// Thinking is the full thinking of a messageCompleted.
 	Thinking   string          `json:"thinking,omitzero"`
 	ToolCall   *ToolCallInfo   `json:"toolCall,omitzero"`
