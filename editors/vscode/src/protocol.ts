@@ -216,6 +216,8 @@ export interface HistoryItem {
 	toolCall?: ToolCallInfo;
 	/** For "compaction": the summary that replaced the earlier turns (tokens 0 when unknown). */
 	compaction?: CompactionInfo;
+	/** For "user": labels of the editor context sent with the prompt ("cart.go", "cart.go:3-5", "@greet.go"); text is the user's words without it. */
+	context?: string[];
 }
 
 export interface SessionDetachParams {
@@ -360,6 +362,8 @@ export interface SessionUpdateParams {
 export interface Update {
 	type: UpdateKind | string;
 	text?: string;
+	/** For userMessage: labels of the editor context sent with the prompt, as in HistoryItem.context. */
+	context?: string[];
 	thinking?: string;
 	toolCall?: ToolCallInfo;
 	usage?: UsageInfo;

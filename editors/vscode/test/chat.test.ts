@@ -163,9 +163,39 @@ test("the optimistic user message is confirmed by userMessage", () => {
 	assert.equal(first.kind === "user" && first.pending, true);
 	feed(s, [
 		[1, "t1", { type: "turnStarted" }],
-		[2, "t1", { type: "userMessage", text: "hi" }],
+		[2, "t1", { type: "userMessage", text: "hi", context: ["cart.go:1-2"] }],
 	]);
 	assert.deepEqual(view(snapshot(s)), [{ kind: "user", turnId: "t1", text: "hi", context: ["cart.go:1-2"], pending: false }]);
+});
+
+test("a prompt's context chips are the daemon's labels, live and in a replayed history alike", () => {
+	const context = ["@greet.go", "cart.go:3-5", "cart.go"];
+	// This editor sent it: the local chips (no mention) give way to the daemon's labels.
+	const sent = newChatState(SID);
+	addLocalUser(sent, "why is @greet.go unused?", ["cart.go:3-5", "cart.go"], false);
+	feed(sent, [
+		[1, "t1", { type: "turnStarted" }],
+		[2, "t1", { type: "userMessage", text: "why is @greet.go unused?", context }],
+	]);
+	// Another editor watching live, and one attaching later.
+	const watching = newChatState(SID);
+	feed(watching, [
+		[1, "t1", { type: "turnStarted" }],
+		[2, "t1", { type: "userMessage", text: "why is @greet.go unused?", context }],
+	]);
+	const session = { sessionId: SID, title: "", workspaceFolder: "file:///ws", model: "m", approvalMode: "ask", createdAt: "", updatedAt: "", turns: 1, running: true, attached: 1 } as SessionInfo;
+	const replayed = fromHistory(session, [{ type: "user", turnId: "t1", text: "why is @greet.go unused?", context }]);
+	const want = { kind: "user", turnId: "t1", text: "why is @greet.go unused?", context };
+	assert.deepEqual(view(snapshot(sent)), [{ ...want, pending: false }]);
+	assert.deepEqual(view(snapshot(watching)), [want]);
+	assert.deepEqual(view(snapshot(replayed)), [want]);
+});
+
+test("a steer's local chips go when the echo has no context (a steer sends none)", () => {
+	const s = newChatState(SID);
+	addLocalUser(s, "not the tests", ["cart.go"], true);
+	feed(s, [[1, "t1", { type: "userMessage", text: "not the tests" }]]);
+	assert.deepEqual(view(snapshot(s)), [{ kind: "user", turnId: "t1", text: "not the tests", pending: false, steer: true }]);
 });
 
 test("a message that only called tools leaves no empty bubble", () => {

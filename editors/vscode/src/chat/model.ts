@@ -189,7 +189,7 @@ export function fromHistory(session: SessionInfo, history: HistoryItem[]): ChatS
 		turn = h.turnId;
 		switch (h.type) {
 			case "user":
-				add(s, { kind: "user", id: localId(s, "u"), turnId: h.turnId, text: h.text ?? "" }, out);
+				add(s, userItem(s, h.turnId, h.text ?? "", h.context), out);
 				break;
 			case "assistant":
 				add(
@@ -221,6 +221,13 @@ export function fromHistory(session: SessionInfo, history: HistoryItem[]): ChatS
 
 export function snapshot(s: ChatState): ChatItem[] {
 	return s.items.map((it) => ({ ...it }) as ChatItem);
+}
+
+/** A user's message as the daemon sent it (live or in the history): the words and the context's labels. */
+function userItem(s: ChatState, turnId: string | undefined, text: string, context: string[] | undefined): UserItem {
+	const item: UserItem = { kind: "user", id: localId(s, "u"), turnId, text };
+	if (context?.length) item.context = [...context];
+	return item;
 }
 
 /** Adds the user's own message at once, before the daemon echoes it as userMessage. */
@@ -322,11 +329,14 @@ export function applyUpdate(s: ChatState, p: SessionUpdateParams): ChatChange[] 
 			if (pending && pending.kind === "user") {
 				pending.pending = false;
 				pending.turnId = turnId;
-				// The echo may carry the context the daemon added to the prompt; the chips show it.
-				if (!text.startsWith(pending.text)) pending.text = text || pending.text;
+				// The echo is the user's words and the labels of the context the daemon got (mentions
+				// included; a steer has none): the chips show them as a replayed history does.
+				pending.text = text || pending.text;
+				if (u.context?.length) pending.context = u.context;
+				else delete pending.context;
 				set(pending, out);
 			} else {
-				add(s, { kind: "user", id: localId(s, "u"), turnId, text }, out);
+				add(s, userItem(s, turnId, text, u.context), out);
 			}
 			s.currentAssistant = undefined;
 			break;
