@@ -391,12 +391,11 @@ function M.submit()
   remember(text)
   vim.api.nvim_buf_set_lines(S.input, 0, -1, false, {})
   -- @file, @folder/, @#symbol and @open become context items; the text keeps them as typed. The
-  -- chat shows the text and one line per item; their content goes to the model only.
+  -- daemon's echo is the text with one label per item (user_message); their content goes to the
+  -- model only.
   local context = require("agentd.mentions").context(text)
-  S.sent = { text = text, context = context }
   require("agentd.session").prompt(text, context, function()
     -- not sent: the prompt goes back into the box (unless something new was typed there)
-    S.sent = nil
     if valid_buf(S.input) and vim.trim(table.concat(vim.api.nvim_buf_get_lines(S.input, 0, -1, false), "\n")) == "" then
       set_input(text)
     end
@@ -705,42 +704,23 @@ local function note(text, hl)
   put_lines(util.split_lines(text), hl or "AgentdNote")
 end
 
--- One line per context item sent with a prompt ("@ docs/notes.md"): the daemon's echo of the
--- prompt carries their content, which is for the model, not for the chat.
-local function context_lines(items)
-  local out = {}
-  local root = require("agentd.mentions").root()
-  for _, it in ipairs(items or {}) do
-    local path = vim.uri_to_fname(it.uri or "")
-    if util.is_under(path, root) then
-      path = path:sub(#root + 2)
-    end
-    if it.kind == "symbol" then
-      table.insert(out, string.format("  @ %s %s in %s", it.symbolKind or "symbol", it.name or "?", path))
-    else
-      table.insert(out, string.format("  @ %s%s", path, it.kind == "folder" and "/ (folder)" or ""))
-    end
-  end
-  return out
-end
-
-local function user_message(text)
+-- The user's words, then one line per label of the editor context sent with them ("↳ cart.go:3-5",
+-- "↳ @docs/notes.md"): the daemon sends the same words and labels live (userMessage) and in a
+-- session's history, so a resumed chat reads as it did live. The context's content is the model's.
+local function user_message(text, context)
   close_thinking()
   S.block = nil
   S.assistant = false
   local row = put_lines({ "", "## You" }, nil)
   vim.api.nvim_buf_set_extmark(S.log, M.ns, row + 1, 0, { line_hl_group = "AgentdUser" })
-  local sent = S.sent
-  S.sent = nil
-  if sent and sent.context and text:sub(1, #sent.text) == sent.text then
-    put_lines(util.split_lines(sent.text), nil)
-    local chips = context_lines(sent.context)
-    if #chips > 0 then
-      put_lines(chips, "AgentdNote")
-    end
-    return
-  end
   put_lines(util.split_lines(text), nil)
+  local labels = {}
+  for _, label in ipairs(type(context) == "table" and context or {}) do
+    table.insert(labels, "  ↳ " .. tostring(label):gsub("\n", " "))
+  end
+  if #labels > 0 then
+    put_lines(labels, "AgentdNote")
+  end
 end
 
 local function turn_end(u)
@@ -782,7 +762,7 @@ local function apply(op)
     local u = op.update
     local t = u.type
     if t == U.user_message then
-      user_message(u.text or "")
+      user_message(u.text or "", u.context)
     elseif t == U.message_completed then
       -- text that did not stream (attached mid-message, or deltas lost): write it now
       if opts().thinking ~= "hide" and (u.thinking or "") ~= "" and S.streamed.thinking == 0 then
@@ -813,7 +793,7 @@ local function apply(op)
   elseif k == "history" then
     for _, item in ipairs(op.items) do
       if item.type == "user" then
-        user_message(item.text or "")
+        user_message(item.text or "", item.context)
       elseif item.type == "assistant" then
         if opts().thinking ~= "hide" and (item.thinking or "") ~= "" then
           begin_block("thinking")

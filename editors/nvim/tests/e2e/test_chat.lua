@@ -29,7 +29,8 @@ H.test("a prompt streams the answer into the chat", function()
   end, 20000, "the answer in the chat")
   H.wait_turn_end()
   local text = chat_text()
-  H.contains(text, "## You\nhello agent", "the prompt")
+  H.contains(text, "## You\nhello agent\n  ↳ main.go\n", "the prompt with its context label")
+  H.ok(not text:find("The user is looking at", 1, true), "no appended context in the chat")
   H.contains(text, "Thinking…", "thinking header")
   H.contains(text, "The user greets me.", "thinking text")
   H.contains(text, "Hello! The answer is 42.", "answer")
@@ -91,6 +92,10 @@ H.test(":AgentNew and :AgentSessions resume a session with its history", functio
     return chat_text():find("hello agent", 1, true)
   end, 5000, "history in the chat")
   H.contains(chat_text(), "The answer is 42.", "assistant history")
+  -- :Agent sent the current file as context: the history shows the words and the file's label,
+  -- as the chat showed them live, never the context the model read
+  H.contains(chat_text(), "## You\nhello agent\n  ↳ main.go\n", "the prompt with its context label")
+  H.ok(not chat_text():find("The user is looking at", 1, true), "no appended context in the history")
 end)
 
 H.test("sessions survive a reconnect", function()

@@ -133,7 +133,7 @@ H.test("an @file mention shows a line in the chat; its content goes to the model
   H.wait_turn_end()
   H.contains(H.fake_transcript(), "WALK-NOTES-CONTENT", "the file's content reached the model")
   local text = chat_text()
-  H.contains(text, "## You\nsummarise @docs/notes.md please\n  @ docs/notes.md", "the prompt and one line for the mention")
+  H.contains(text, "## You\nsummarise @docs/notes.md please\n  ↳ @docs/notes.md", "the prompt and one line for the mention")
   H.ok(not text:find("WALK-NOTES-CONTENT", 1, true), "the file's content is not in the chat:\n" .. text)
   H.contains(text, "I read your notes.", "the answer")
 end)

@@ -133,6 +133,25 @@ H.test("history is rendered on reset", function()
   H.contains(text, "Because.", "assistant")
 end)
 
+H.test("a prompt's context labels show under the user's words, live and from the history alike", function()
+  local context = { "@greet.go", "cart.go:3-5", "cart.go" }
+  local function user_block(text)
+    local from = text:find("## You", 1, true)
+    return from and (text:sub(from, (text:find("\n\n", from, true) or #text + 1) - 1):gsub("\n+$", ""))
+  end
+  chat.reset({ sessionId = sid, title = "live", model = "m", approvalMode = "ask" }, {})
+  upd({ type = "turnStarted" }, "t9")
+  upd({ type = "userMessage", text = "why is @greet.go unused?", context = context }, "t9")
+  local live = user_block(log_text())
+  upd({ type = "turnCompleted", reason = "done" }, "t9")
+  chat.reset({ sessionId = "s-5", title = "replayed", model = "m", approvalMode = "ask" }, {
+    { type = "user", turnId = "t9", text = "why is @greet.go unused?", context = context },
+  })
+  local replayed = user_block(log_text())
+  H.eq(live, "## You\nwhy is @greet.go unused?\n  ↳ @greet.go\n  ↳ cart.go:3-5\n  ↳ cart.go", "live")
+  H.eq(replayed, live, "replayed as live")
+end)
+
 H.test("a compaction in the history is a note, never the user's words", function()
   chat.reset({ sessionId = "s-4", title = "long", model = "m", approvalMode = "ask" }, {
     { type = "compaction", turnId = "t2", compaction = { tokensBefore = 0, tokensAfter = 0, summary = "Fixed cart.go." } },
