@@ -311,3 +311,26 @@ func TestRejectForSession(t *testing.T) {
 		t.Error("b.txt was written")
 	}
 }
+
+// A journal written before turns recorded the context's labels replays the user's words (Typed)
+// without chips; one written before Typed existed replays the prompt as it was.
+func TestReplayOfOlderJournalsFallsBackToTheWords(t *testing.T) {
+	var tr transcript
+	tr.started(agent.TurnStart{TurnID: "t1", Prompt: "fix it\n\nThe user is looking at a.go.\n", Typed: "fix it"})
+	tr.started(agent.TurnStart{TurnID: "t2", Prompt: "and the test"})
+	msgs := []agent.Message{
+		{Role: agent.RoleSystem, Content: "system"},
+		{Role: agent.RoleUser, Content: "fix it\n\nThe user is looking at a.go.\n"},
+		{Role: agent.RoleAssistant, Content: "Fixed."},
+		{Role: agent.RoleUser, Content: "and the test"},
+		{Role: agent.RoleAssistant, Content: "Done."},
+	}
+	tr.replay(msgs, []string{"", "t1", "t1", "t2", "t2"}, map[string]string{"t1": "done", "t2": "done"}, nil)
+	want := []Turn{
+		{ID: "t1", Reason: "done", Items: []Item{{Kind: ItemUser, Text: "fix it"}, {Kind: ItemAgent, Text: "Fixed."}}},
+		{ID: "t2", Reason: "done", Items: []Item{{Kind: ItemUser, Text: "and the test"}, {Kind: ItemAgent, Text: "Done."}}},
+	}
+	if got := tr.clone(); !reflect.DeepEqual(got, want) {
+		t.Errorf("replayed turns = %+v, want %+v", got, want)
+	}
+}
