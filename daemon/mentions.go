@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/tools"
 	"github.com/agentd/agentd/tools/fsafe"
 	"github.com/agentd/agentd/tools/search"
+	"go.lsp.dev/protocol"
 )
 
 // Bounds of what a mention puts into the prompt.
@@ -68,7 +69,8 @@ func editorContext(ctx context.Context, items []rpc.ContextItem, root string, ov
 				kind = "symbol"
 			}
 			if it.Range != nil {
-				fmt.Fprintf(&b, "The user mentions %s %s in %s, lines %d–%d:\n", kind, it.Name, path, it.Range.Start.Line+1, it.Range.End.Line+1)
+				first, last := lineSpan(it.Range)
+				fmt.Fprintf(&b, "The user mentions %s %s in %s, lines %d–%d:\n", kind, it.Name, path, first, last)
 			} else {
 				fmt.Fprintf(&b, "The user mentions %s %s in %s:\n", kind, it.Name, path)
 			}
@@ -82,7 +84,8 @@ func editorContext(ctx context.Context, items []rpc.ContextItem, root string, ov
 		default:
 			path := displayPath(it.URI, root)
 			if it.Range != nil {
-				fmt.Fprintf(&b, "Selected in %s, lines %d–%d:\n", path, it.Range.Start.Line+1, it.Range.End.Line+1)
+				first, last := lineSpan(it.Range)
+				fmt.Fprintf(&b, "Selected in %s, lines %d–%d:\n", path, first, last)
 			} else {
 				fmt.Fprintf(&b, "The user is looking at %s.\n", path)
 			}
@@ -114,14 +117,21 @@ func contextLabel(it rpc.ContextItem, root string) string {
 	if it.Range == nil {
 		return path
 	}
-	a, b := it.Range.Start.Line+1, it.Range.End.Line+1
-	if it.Range.End.Character == 0 && it.Range.End.Line > it.Range.Start.Line {
-		b--
-	}
+	a, b := lineSpan(it.Range)
 	if b <= a {
 		return fmt.Sprintf("%s:%d", path, a)
 	}
 	return fmt.Sprintf("%s:%d-%d", path, a, b)
+}
+
+// lineSpan is the first and last line (from 1) of a range; an end at the start of a line ends the
+// range on the line before (whole lines as VS Code selects them and Neovim's :'<,'>Agent sends them).
+func lineSpan(r *protocol.Range) (first, last int) {
+	first, last = int(r.Start.Line)+1, int(r.End.Line)+1
+	if r.End.Character == 0 && r.End.Line > r.Start.Line {
+		last--
+	}
+	return first, last
 }
 
 // displayPath is a URI as the model sees it: workspace-relative when inside the workspace.

@@ -159,11 +159,11 @@ func TestEditorContextCaps(t *testing.T) {
 	if want := []string{"@#main", "s.md:10-1009", "m.go"}; !slices.Equal(ec.Labels, want) {
 		t.Errorf("labels = %q, want %q", ec.Labels, want)
 	}
-	if !strings.Contains(got, "The user mentions function main in m.go, lines 10–1010:\n```\nx := 1") ||
+	if !strings.Contains(got, "The user mentions function main in m.go, lines 10–1009:\n```\nx := 1") ||
 		!strings.Contains(got, "only the first") || len(got) > mentionBytes+2048 {
 		t.Errorf("a long symbol is not capped with a note (%d bytes):\n%s", len(got), got[len(got)-600:])
 	}
-	if !strings.Contains(got, "Selected in s.md, lines 10–1010:\n````\na\n```\nb\n````") {
+	if !strings.Contains(got, "Selected in s.md, lines 10–1009:\n````\na\n```\nb\n````") {
 		t.Errorf("a selection holding a fence is not fenced safely:\n%s", got[len(got)-300:])
 	}
 	if !strings.HasSuffix(got, "The user is looking at m.go.\n") {
