@@ -1379,6 +1379,21 @@ async function contextScenario({ page, chat, fake }) {
 	const body = JSON.stringify(reqs.at(-1)?.body.messages ?? []);
 	if (!body.includes("Good morning")) throw new Error(`the selection did not reach the model: ${body.slice(0, 2000)}`);
 	await page.screenshot({ path: path.join(OUT_DIR, "10-ask-about-selection.png") });
+	// The user card shows the words and the selection's chip, live and when the session is picked
+	// again (its history from session/attach), never the context the model read.
+	const userCard = async (when) => {
+		const card = chat.locator(".item.user", { hasText: "What does this do?" }).last();
+		await card.locator(".chip", { hasText: "greet.go:4-6" }).waitFor({ timeout: 15000 * E2E_SLOW });
+		const text = await card.innerText();
+		if (text.includes("Selected in") || text.includes("Good morning")) throw new Error(`${when}, the user card shows the context the model read: ${text}`);
+	};
+	await userCard("live");
+	await newSession(chat);
+	await chat.locator("#session").click();
+	await page.locator(".quick-input-widget input").fill("What does this do");
+	await page.locator(".quick-input-list .monaco-list-row", { hasText: "What does this do" }).first().click({ timeout: 15000 * E2E_SLOW });
+	await chat.locator(".item.assistant", { hasText: "greets the customer" }).waitFor({ timeout: 15000 * E2E_SLOW });
+	await userCard("in the history");
 }
 
 /** The @ list: type "@car", pick cart.go with the keyboard, send; the model gets cart.go's content. */
