@@ -53,6 +53,14 @@ export async function cmdReviewScenario({ page, chat, fake }, h) {
 				bs.map((b) => ({ text: b.textContent, button: getComputedStyle(b).color, kbd: b.querySelector("kbd") && getComputedStyle(b.querySelector("kbd")).color })),
 			);
 			for (const k of keys) if (k.kbd && k.kbd !== k.button) throw new Error(`${short}: the key of "${k.text}" is ${k.kbd} on a button whose text is ${k.button}`);
+			// The command's code block (it wraps: the command is long) has one frame around it, not
+			// one per wrapped line (High Contrast outlined each line box of an inline <code>).
+			const frames = await chat.locator(".item.tool .cmd code, .md pre code").evaluateAll((els) =>
+				els.map((el) => ({ text: (el.textContent ?? "").slice(0, 30), outline: getComputedStyle(el).outlineStyle, boxes: el.getClientRects().length, height: Math.round(el.getBoundingClientRect().height) })),
+			);
+			if (!frames.length) throw new Error(`${short}: the command's card shows no command block`);
+			for (const f of frames) if (f.outline !== "none" && f.boxes > 1) throw new Error(`${short}: the code block "${f.text}…" has ${f.boxes} frames (one per wrapped line), want one around the block`);
+			say(`${short}: command block frames ${JSON.stringify(frames)}`);
 			const style = await page.addStyleTag({ content: ".quick-input-widget { opacity: 0 !important; }" });
 			try {
 				await page.screenshot({ path: path.join(OUT_DIR, `${name}-${short}.png`) });
