@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { diffStats, parseUnifiedDiff, preImage, undoSummary } from "../src/review/turnmodel";
+import { diffStats, mayHaveChangedFiles, parseUnifiedDiff, preImage, TurnChangeWatch, undoSummary } from "../src/review/turnmodel";
 
 function gnuDiff(before: string, after: string): string {
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentd-turns-"));
@@ -75,4 +75,41 @@ test("undoSummary names what was restored and what was skipped, with the reason"
 		"restored cart.go; skipped greet.go (changed since the turn)",
 	);
 	assert.equal(undoSummary({ undone: [], skipped: [] }), "nothing to undo");
+});
+
+test("a completed call that applied files refreshes the Changes view while its turn runs; a read does not", () => {
+	const done = (details?: unknown, mcp?: unknown) => ({ mcp, result: details === undefined ? {} : { details } });
+	// An edit or write that applied hunks (tools/builtin ChangeDetails), and one that applied none.
+	assert.equal(mayHaveChangedFiles(done({ path: "cart.go", applied: ["h1"], rejected: [], added: 1, removed: 1 })), true);
+	assert.equal(mayHaveChangedFiles(done({ path: "cart.go", applied: [], rejected: ["h1"], added: 0, removed: 0 })), false);
+	// A command whose layer applied a file, one that only proposed changes (decided with the call), one that changed nothing.
+	assert.equal(mayHaveChangedFiles(done({ exitCode: 0, sandbox: "bwrap", changes: { applied: [{ path: "a.txt", kind: "created", type: "file" }] } })), true);
+	assert.equal(mayHaveChangedFiles(done({ exitCode: 0, sandbox: "bwrap", changes: { proposed: [{ path: ".husky/pre-commit", kind: "created", type: "file" }] } })), true);
+	assert.equal(mayHaveChangedFiles(done({ exitCode: 0, sandbox: "bwrap", changes: { held: [{ path: "fifo", kind: "created", type: "other" }] } })), false);
+	// A command run without a layer: what it wrote is not known.
+	assert.equal(mayHaveChangedFiles(done({ exitCode: 0, sandbox: "landlock" })), true);
+	// An MCP server's call: its changes are not listed in its result.
+	assert.equal(mayHaveChangedFiles(done(undefined, { server: "fs", tool: "write" })), true);
+	// A read, a failed call without details.
+	assert.equal(mayHaveChangedFiles(done({ path: "cart.go", lines: 40 })), false);
+	assert.equal(mayHaveChangedFiles({}), false);
+});
+
+test("the Changes view lists the running turn again when a command that ran asks about its hooks, when a changing call completes, and when the turn ends", () => {
+	const w = new TurnChangeWatch();
+	const call = (status: string, extra: object = {}) => ({ callId: "c1", status, ...extra });
+	// A command asked before it runs: nothing changed yet.
+	assert.equal(w.update("toolCallStarted", call("pending")), false);
+	assert.equal(w.update("toolCallUpdated", call("awaitingApproval")), false);
+	assert.equal(w.update("toolCallUpdated", call("running")), false);
+	assert.equal(w.update("textDelta"), false);
+	// It ran, applied its ordinary files, and asks about a hook: the applied files are listed now
+	// (the call completes only once the hook is decided).
+	assert.equal(w.update("toolCallUpdated", call("awaitingApproval")), true);
+	// Its second proposal asks too: listed already.
+	assert.equal(w.update("toolCallUpdated", call("awaitingApproval")), false);
+	assert.equal(w.update("toolCallCompleted", call("completed", { result: { details: { exitCode: 0, sandbox: "bwrap", changes: { applied: [{ path: "a.txt" }] } } } })), true);
+	// A read completes: nothing to list.
+	assert.equal(w.update("toolCallCompleted", { callId: "c2", status: "completed", result: { details: { path: "a.go" } } }), false);
+	assert.equal(w.update("turnCompleted"), true);
 });

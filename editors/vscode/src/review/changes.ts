@@ -3,14 +3,16 @@
 // hunks; opening a file shows its diff against the turn's checkpoint (a read-only virtual document
 // of the pre-image on the left, the file on the right); undo a whole turn, a file or a hunk. Files
 // changed since the turn are shown as such, and what an undo skipped is shown with the reason.
-// Refreshed when a turn of the session ends, when the session changes, and by hand.
+// Refreshed when a call of the running turn changed files (TurnChangeWatch: a completed edit or
+// command, a command that asks about its hooks after applying the rest), when a turn of the
+// session ends, when the session changes, and by hand.
 
 import * as fs from "node:fs/promises";
 import * as vscode from "vscode";
 import { errorCode, errorMessage, sameUri, type DaemonClient } from "../daemon/client";
-import { Method, UpdateType, type TurnChangesResult, type TurnChange, type TurnHunk, type TurnSummary } from "../protocol";
+import { Method, type TurnChangesResult, type TurnChange, type TurnHunk, type TurnSummary } from "../protocol";
 import { registerCommand, showError } from "../testmode";
-import { diffStats, preImage, turnLabel, undoSummary } from "./turnmodel";
+import { diffStats, preImage, turnLabel, TurnChangeWatch, undoSummary } from "./turnmodel";
 
 export const TURN_SCHEME = "agentd-turn";
 const METHOD_NOT_FOUND = -32601;
@@ -38,6 +40,7 @@ export class ChangesView implements vscode.Disposable {
 	/** What the last undo of a turn skipped: turnId → path → reason. */
 	private readonly skipped = new Map<string, Map<string, string>>();
 	private generation = 0;
+	private readonly watch = new TurnChangeWatch();
 	private readonly _onDidRefresh = new vscode.EventEmitter<number>();
 	/** Fires after each refresh with the number of turns listed (the end-to-end tests read it). */
 	readonly onDidRefresh = this._onDidRefresh.event;
@@ -59,7 +62,8 @@ export class ChangesView implements vscode.Disposable {
 			daemon.onDidStart(() => this.refresh()),
 			daemon.onUpdate((p) => {
 				if (p.sessionId !== this.session.sessionId) return;
-				if (p.update.type === UpdateType.TurnCompleted || p.update.type === UpdateType.TurnFailed) this.refresh();
+				// A call of the running turn applied files: listed now, not only at the turn's end.
+				if (this.watch.update(p.update.type, p.update.toolCall)) this.refresh();
 			}),
 		);
 		const reg = (id: string, fn: (...a: any[]) => unknown) => this.disposables.push(registerCommand(id, fn, log));

@@ -128,3 +128,50 @@ export function turnLabel(t: { turnId: string; prompt: string }): string {
 	const p = t.prompt.trim();
 	return p || t.turnId;
 }
+
+/**
+ * Whether a completed tool call may have changed files of the turn, so that the Changes view asks
+ * for the session's turns again while the turn still runs (turn/list lists the running turn once
+ * a change of it is checkpointed): an edit or write that applied hunks (details.applied), a
+ * command whose copy-on-write layer applied or proposed changes (details.changes), a command run
+ * without such a layer (details without changes: what it wrote is not known), or an MCP server's
+ * call (its changes are applied with the call; its result does not list them).
+ */
+export function mayHaveChangedFiles(tc: { mcp?: unknown; result?: { details?: unknown } }): boolean {
+	if (tc.mcp) return true;
+	const d = tc.result?.details;
+	if (!d || typeof d !== "object") return false;
+	const o = d as { applied?: unknown; changes?: { applied?: unknown; proposed?: unknown } | null; exitCode?: unknown };
+	const nonEmpty = (x: unknown) => Array.isArray(x) && x.length > 0;
+	if (nonEmpty(o.applied)) return true;
+	if (o.changes && typeof o.changes === "object") return nonEmpty(o.changes.applied) || nonEmpty(o.changes.proposed);
+	return typeof o.exitCode === "number";
+}
+
+/**
+ * When the Changes view asks for the session's turns again, from the session's updates, without
+ * polling: a turn ended; a call that may have changed files completed (mayHaveChangedFiles); a
+ * call that ran asks about changes it made (a command's hook, proposed for review after it ran:
+ * status running → awaitingApproval), having applied its ordinary changes already, while the
+ * call itself completes only once those reviews are decided.
+ */
+export class TurnChangeWatch {
+	/** Calls of the running turn seen running (commands and MCP calls that ran). */
+	private readonly ran = new Set<string>();
+
+	/** Whether the view should list the turns again after this update. */
+	update(type: string, tc?: { callId: string; status: string; mcp?: unknown; result?: { details?: unknown } }): boolean {
+		if (type === "turnCompleted" || type === "turnFailed") {
+			this.ran.clear();
+			return true;
+		}
+		if (!tc || (type !== "toolCallStarted" && type !== "toolCallUpdated" && type !== "toolCallCompleted")) return false;
+		if (type === "toolCallCompleted") {
+			this.ran.delete(tc.callId);
+			return mayHaveChangedFiles(tc);
+		}
+		if (tc.status === "running") this.ran.add(tc.callId);
+		else if (tc.status === "awaitingApproval" && this.ran.delete(tc.callId)) return true;
+		return false;
+	}
+}

@@ -79,6 +79,10 @@ export async function cmdReviewScenario({ page, chat, fake }, h) {
 		await page.locator(".quick-input-list .monaco-list-row", { hasText: "yolo" }).first().click();
 		await chat.locator("#mode", { hasText: "yolo" }).waitFor({ timeout: 10000 * E2E_SLOW });
 
+		// The Changes view is open (and listed, nothing yet) before the command runs: it refreshes by itself.
+		const changes = page.locator(".pane").filter({ has: page.locator(".pane-header", { hasText: /^\s*changes/i }) });
+		await palette(page, "agentd: Focus on Changes View");
+		await changes.locator(".monaco-list-row", { hasText: /No turn has changed files/ }).waitFor({ timeout: 20000 * E2E_SLOW });
 		await send(chat, "Please set up the hook");
 		// Both changes come for review, in yolo: the status bar, the stats, the Pending Reviews view.
 		const pending = await waitFor("both of the command's changes pending for review", () => {
@@ -92,6 +96,10 @@ export async function cmdReviewScenario({ page, chat, fake }, h) {
 		if (read(ORDINARY) !== "ordinary\n") throw new Error(`${ORDINARY} is not on disk while the reviews wait: ${JSON.stringify(read(ORDINARY))}`);
 		if (read(HOOK) !== undefined) throw new Error(`${HOOK} was written before its review`);
 		if (read(CONFIG) !== configBefore) throw new Error(`${CONFIG} was written before its review`);
+		// The Changes view lists the running turn with the file the command applied, while its other
+		// changes wait for review (it said "No turn has changed files" until the turn ended).
+		await changes.locator(".monaco-list-row[aria-level='2']", { hasText: ORDINARY }).waitFor({ timeout: 20000 * E2E_SLOW });
+		if (!(readStats()?.pending ?? []).some((x) => x.path === HOOK)) throw new Error("the hook's review was decided before the Changes view was checked");
 		await palette(page, "agentd: Focus on Pending Reviews View");
 		for (const p of [HOOK, CONFIG]) {
 			await page.locator(".pane-body .monaco-list-row", { hasText: path.basename(p) }).first().waitFor({ timeout: 15000 * E2E_SLOW });

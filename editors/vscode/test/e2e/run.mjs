@@ -187,6 +187,35 @@ const scripts = {
 			{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
 		],
 	},
+	// The review's turn, with a second reply that changes greet.go: the turn still runs (that review
+	// waits) after cart.go's change was applied.
+	changesLive: {
+		models,
+		turns: [
+			{ name: "read", when: { lastUserContains: "fix the double discount" }, reply: { text: "Let me read the files.", toolCalls: [{ name: "read", arguments: { path: "cart.go" } }, { name: "read", arguments: { path: "greet.go" } }] } },
+			{
+				name: "edit",
+				when: { lastRole: "tool", lastContains: "package shop" },
+				reply: {
+					toolCalls: [
+						{
+							name: "edit",
+							arguments: {
+								path: "cart.go",
+								edits: [
+									{ old_string: "\ttotal -= c.Discount\n\ttotal -= c.Discount\n", new_string: "\ttotal -= c.Discount\n" },
+									{ old_string: "\treturn len(c.Prices)\n", new_string: "\treturn len(c.Prices) // items, not quantities\n" },
+								],
+							},
+						},
+					],
+				},
+			},
+			{ name: "greet", when: { lastRole: "tool" }, reply: { toolCalls: [{ name: "edit", arguments: { path: "greet.go", old_string: "Good morning, ", new_string: "Hello, " } }] } },
+			{ name: "after edit", when: { lastRole: "tool" }, repeat: true, reply: { text: "Done: the discount is applied once." } },
+			{ name: "fallback", repeat: true, reply: { text: "Nothing is scripted for that." } },
+		],
+	},
 	rejectReason: {
 		models,
 		turns: [
@@ -1164,9 +1193,11 @@ function changesPane(page) {
 async function changesScenario({ page, chat, fake }) {
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	await palette(page, "View: Close All Editors");
-	await fakeReset(fake, scripts.review);
+	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
+	await fakeReset(fake, scripts.changesLive);
 	await newSession(chat);
-	// The view is open before the turn: it refreshes by itself when the turn ends.
+	// The view is open before the turn: it refreshes by itself when a call of the turn changed
+	// files (while the turn runs) and when the turn ends.
 	await palette(page, "agentd: Show a Turn's Changes");
 	const pane = changesPane(page);
 	await pane.locator(".monaco-list-row", { hasText: /No session yet|No turn has changed files/ }).waitFor({ timeout: 20000 * E2E_SLOW });
@@ -1174,8 +1205,19 @@ async function changesScenario({ page, chat, fake }) {
 	await lens(page, "Accept all").first().waitFor({ timeout: 30000 * E2E_SLOW });
 	await lens(page, "Accept all").first().click();
 	await waitFor("cart.go written with both hunks", () => fs.readFileSync(path.join(WS, "cart.go"), "utf8").includes("items, not quantities"), 20000);
-	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 * E2E_SLOW });
+	// The turn still runs (greet.go's review waits): the view lists it and cart.go already (it said
+	// "No turn has changed files" until the turn ended).
+	await waitFor("greet.go's review pending", () => (readStats()?.pending ?? []).some((p) => p.path === "greet.go"), 30000);
 	const turnRow = pane.locator(".monaco-list-row[aria-level='1']", { hasText: "fix the double discount" });
+	await turnRow.waitFor({ timeout: 20000 * E2E_SLOW });
+	await pane.locator(".monaco-list-row[aria-level='2']", { hasText: "cart.go" }).waitFor({ timeout: 20000 * E2E_SLOW });
+	if (await chat.locator(".item.assistant", { hasText: "applied once" }).count()) throw new Error("the turn ended before the Changes view was checked");
+	if (!(readStats()?.pending ?? []).some((p) => p.path === "greet.go")) throw new Error("greet.go's review was decided before the Changes view was checked");
+	await page.screenshot({ path: path.join(OUT_DIR, "22-turn-changes-running.png") });
+	await lensRow(page, "greet.go").locator("a", { hasText: "Reject all" }).first().click();
+	await waitFor("greet.go's review decided", () => !(readStats()?.pending ?? []).some((p) => p.path === "greet.go"), 20000);
+	await chat.locator(".item.assistant", { hasText: "applied once" }).waitFor({ timeout: 20000 * E2E_SLOW });
+	if (fs.readFileSync(path.join(WS, "greet.go"), "utf8") !== GREET) throw new Error("the rejected greet.go changed");
 	await turnRow.waitFor({ timeout: 20000 * E2E_SLOW });
 	const fileRow = pane.locator(".monaco-list-row[aria-level='2']", { hasText: "cart.go" });
 	await fileRow.waitFor({ timeout: 20000 * E2E_SLOW });
