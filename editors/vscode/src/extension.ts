@@ -13,6 +13,7 @@ import { McpProposals } from "./mcp";
 import { InlineCompletion } from "./completion";
 import { ChangesView } from "./review/changes";
 import { ReviewManager } from "./review/manager";
+import { waitingChanges } from "./review/waiting";
 import { SessionController } from "./session";
 import { rewind } from "./rewind";
 import { StatusBar } from "./status";
@@ -32,6 +33,8 @@ export interface Stats {
 	reviews: { reviewId: string; receivedAt: number; renderedAt?: number }[];
 	/** The reviews waiting for a decision (ids and file paths). */
 	pending: { reviewId: string; path?: string; busy: boolean }[];
+	/** The running reply's changes the Pending Reviews view lists as waiting for an earlier one. */
+	waiting: { callId: string; label: string; waitsFor: string }[];
 	connection: string;
 	sessionId?: string;
 	items: number;
@@ -80,6 +83,10 @@ export function activate(context: vscode.ExtensionContext) {
 		}),
 		reviews.onLink((l) => session.linkReview(l.callId, l.reviewId, l.kind, l.why, l.mcpArgs)),
 		session.onPendingReviews((ps) => reviews.addMany(ps)),
+		// The reply's changes that wait for an earlier one are listed beside the reviews.
+		session.onChanges((cs) => {
+			if (cs.some((c) => c.op === "reset" || c.op === "remove" || ((c.op === "add" || c.op === "set") && (c.item.kind === "tool" || c.item.kind === "turnEnd")))) reviews.setWaiting(waitingChanges(session.chatState));
+		}),
 		session.onSessionChanged((id) => reviews.retainSession(id)),
 		// A session started (or resumed) in a workspace that proposes MCP servers: offer them.
 		session.onSessionChanged((id) => {
@@ -136,6 +143,7 @@ export function activate(context: vscode.ExtensionContext) {
 		daemonStartMs: daemon.lastStartMs,
 		reviews: reviews.timings.slice(),
 		pending: reviews.pendingSummary(),
+		waiting: reviews.waitingSummary(),
 		connection: daemon.connectionState.kind,
 		sessionId: session.sessionId,
 		items: session.chatState.items.length,

@@ -52,3 +52,15 @@ export function longestRun(s: string, ch: string): number {
 	}
 	return best;
 }
+
+/**
+ * Why a change needs the user's review, short, for the review's lens: a change a command made
+ * says "<origin> changed <path>, and it needs your review: <reason>" (the daemon's
+ * Permission.Reason, sent as the review's `why`), of which the reason is kept ("writes under
+ * .husky/ install git hooks, which run code on commit"); any other `why` is kept whole.
+ */
+export function reviewReason(why: string): string {
+	const marker = "needs your review: ";
+	const i = why.indexOf(marker);
+	return (i >= 0 ? why.slice(i + marker.length) : why).trim();
+}

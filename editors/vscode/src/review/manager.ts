@@ -26,11 +26,13 @@ import {
 } from "../protocol";
 import { registerCommand, showError } from "../testmode";
 import { applyTextEdits } from "./apply";
-import { clip, commandLine, escapeMd, longestRun, relativeTo, sandboxLabel, scopeLabel, where } from "./format";
+import { clip, commandLine, escapeMd, longestRun, relativeTo, reviewReason, sandboxLabel, scopeLabel, where } from "./format";
 import { EditedProposals } from "./editedProposals";
 import { mcpTitle, prettyArgs, toastArgs } from "../mcpFormat";
 import { anchorsOf, applyHunkStates, decisionFor, hunkAt, hunkStatesFor, hunkStats, planDecorations, proposedLine, rejectRestDecision, shiftAnchors, type HunkAnchor, type HunkState, type ProposedBlock } from "./model";
 import { visible } from "../visible";
+import { PendingTree, pendingCount } from "./tree";
+import { sameWaiting, type WaitingChange } from "./waiting";
 
 export const PROPOSED_SCHEME = "agentd-proposed";
 /** The left side of the review's diff: the buffer's text when the diff opened, read-only, undecorated. */
@@ -98,9 +100,13 @@ export class ReviewManager implements vscode.Disposable {
 	private readonly edits = new EditedProposals();
 	private readonly threadHunks = new WeakMap<vscode.CommentThread, { reviewId: string; hunkId: string }>();
 	private readonly addedType: vscode.TextEditorDecorationType;
+	/** Why a change no grant covers needs review, after the file's first line (the lens row is full). */
+	private readonly reasonType = vscode.window.createTextEditorDecorationType({
+		after: { color: new vscode.ThemeColor("editorCodeLens.foreground"), fontStyle: "italic", margin: "0 0 0 2em" },
+	});
 	private readonly statusItem: vscode.StatusBarItem;
 	private readonly lensEmitter = new vscode.EventEmitter<void>();
-	private readonly treeEmitter = new vscode.EventEmitter<TreeNode | undefined>();
+	private readonly tree = new PendingTree(this.entries);
 	private readonly proposedEmitter = new vscode.EventEmitter<vscode.Uri>();
 	private readonly _onDidChange = new vscode.EventEmitter<void>();
 	/** Fires when the set of pending reviews changes. */
@@ -197,6 +203,7 @@ export class ReviewManager implements vscode.Disposable {
 			this.acceptedGhostType,
 			this.comments,
 			this.addedType,
+			this.reasonType,
 			this.statusItem,
 			daemon.onReviewRequested((p) => this.add(p)),
 			daemon.onReviewResolved((p) => this.resolved(p)),
@@ -235,7 +242,8 @@ export class ReviewManager implements vscode.Disposable {
 			vscode.workspace.onDidSaveTextDocument((doc) => {
 				if (doc.uri.scheme === EDIT_SCHEME) void this.acceptEdited(doc);
 			}),
-			vscode.window.createTreeView("agentd.reviews", { treeDataProvider: this.treeProvider(), showCollapseAll: false }),
+			this.tree,
+			vscode.window.createTreeView("agentd.reviews", { treeDataProvider: this.tree, showCollapseAll: false }),
 			daemon.onDidChangeState((s) => {
 				// The daemon rejects reviews whose editor went away; forget them locally too.
 				if (s.kind !== "running" && this.entries.size) this.clearAll("disconnect");
@@ -368,7 +376,7 @@ export class ReviewManager implements vscode.Disposable {
 		if (parts.length) {
 			this.statusItem.text = `$(git-pull-request) agentd: ${parts.join(", ")} to review`;
 			this.statusItem.tooltip = new vscode.MarkdownString(
-				[...this.entries.values()].map((e) => `- ${e.params.label}${e.uri ? ` — ${this.pendingCount(e)} of ${e.states.size} hunks pending` : ""}`).join("\n") +
+				[...this.entries.values()].map((e) => `- ${e.params.label}${e.uri ? ` — ${pendingCount(e)} of ${e.states.size} hunks pending` : ""}`).join("\n") +
 					"\n\nClick to go to the next review.",
 			);
 			this.statusItem.show();
@@ -379,7 +387,7 @@ export class ReviewManager implements vscode.Disposable {
 		void vscode.commands.executeCommand("setContext", "agentd.commandPending", commands > 0);
 		this.updateContext();
 		this.lensEmitter.fire();
-		this.treeEmitter.fire(undefined);
+		this.tree.refresh();
 		this._onDidChange.fire();
 	}
 
@@ -392,10 +400,14 @@ export class ReviewManager implements vscode.Disposable {
 		return [...this.entries.values()].map((e) => ({ reviewId: e.params.reviewId, path: e.params.file?.path, busy: e.busy }));
 	}
 
-	private pendingCount(e: Entry): number {
-		let n = 0;
-		for (const s of e.states.values()) if (s === "pending") n++;
-		return n;
+	/** The running reply's changes that wait for an earlier one (review/waiting.ts), listed in the tree. */
+	setWaiting(w: WaitingChange[]): void {
+		if (!sameWaiting(w, this.tree.waitingChanges)) this.tree.setWaiting(w);
+	}
+
+	/** For the end-to-end tests (stats file): the waiting changes the tree lists. */
+	waitingSummary(): { callId: string; label: string; waitsFor: string }[] {
+		return this.tree.waitingChanges.map((w) => ({ callId: w.callId, label: w.label, waitsFor: w.waitsFor }));
 	}
 
 	private updateContext(): void {
@@ -493,7 +505,7 @@ export class ReviewManager implements vscode.Disposable {
 				const id = `${e.params.reviewId}/${b.hunkId}`;
 				want.add(id);
 				const lang = doc?.languageId ?? "";
-				const pending = this.pendingCount(e);
+				const pending = pendingCount(e);
 				const key = JSON.stringify([b.afterLine, b.state, lang, pending, e.busy, this.themeGeneration]);
 				const cur = this.threads.get(id);
 				if (cur?.key === key) continue;
@@ -534,7 +546,7 @@ export class ReviewManager implements vscode.Disposable {
 				`[$(check) Accept](command:agentd.review.acceptHunk?${args}) \`${KEYS.accept}\` · [$(close) Reject](command:agentd.review.rejectHunk?${args}) \`${KEYS.reject}\` · [$(comment-discussion) Reject with reason…](command:agentd.review.rejectHunkWithReason?${args}) \`${KEYS.rejectReason}\``,
 			);
 		else {
-			const waiting = this.pendingCount(e);
+			const waiting = pendingCount(e);
 			md.appendMarkdown(`$(check) Accepted — applied once the file's other ${waiting === 1 ? "hunk is" : `${waiting} hunks are`} decided · [$(discard) Undo](command:agentd.review.undoHunk?${args}) \`${KEYS.undo}\``);
 		}
 		return {
@@ -553,10 +565,16 @@ export class ReviewManager implements vscode.Disposable {
 		const acceptedRemoved: vscode.DecorationOptions[] = [];
 		const acceptedGhosts: vscode.DecorationOptions[] = [];
 		const added: vscode.DecorationOptions[] = [];
+		const reasons: vscode.DecorationOptions[] = [];
 		const tabSize = typeof ed.options.tabSize === "number" ? ed.options.tabSize : 4;
 		const line = (n: number) => new vscode.Range(n, 0, n, 0);
 		for (const e of entries) {
 			const file = e.params.file!;
+			// A command's hook, a protected path: no grant covers it, and the user reads why it asks.
+			if (!e.params.scopes?.length && e.params.why && (file.created || doc.uri.scheme !== PROPOSED_SCHEME)) {
+				const end = doc.lineAt(0).range.end;
+				reasons.push({ range: new vscode.Range(end, end), renderOptions: { after: { contentText: `agentd · needs review: ${clip(reviewReason(e.params.why), 120)}` } }, hoverMessage: e.params.why });
+			}
 			if (file.created && doc.uri.scheme === PROPOSED_SCHEME) {
 				for (let n = 0; n < doc.lineCount; n++) added.push({ range: line(n) });
 				continue;
@@ -591,6 +609,7 @@ export class ReviewManager implements vscode.Disposable {
 		ed.setDecorations(this.acceptedRemovedType, acceptedRemoved);
 		ed.setDecorations(this.acceptedGhostType, acceptedGhosts);
 		ed.setDecorations(this.addedType, added);
+		ed.setDecorations(this.reasonType, reasons);
 		const now = Date.now();
 		for (const e of entries) {
 			if (e.renderedAt === undefined) {
@@ -627,7 +646,7 @@ export class ReviewManager implements vscode.Disposable {
 				continue;
 			}
 			out.push(new vscode.CodeLens(top, { title, command: "agentd.review.showDiff", arguments: [id], tooltip: e.params.why }));
-			const decided = file.hunks.length - this.pendingCount(e);
+			const decided = file.hunks.length - pendingCount(e);
 			out.push(new vscode.CodeLens(top, { title: decided ? "Accept the rest" : "Accept all", command: "agentd.review.acceptFile", arguments: [id], tooltip: `Accept every pending hunk (${KEYS.acceptFile})` }));
 			out.push(new vscode.CodeLens(top, { title: decided ? "Reject the rest" : "Reject all", command: "agentd.review.rejectFile", arguments: [id], tooltip: `Reject every pending hunk (${KEYS.rejectFile})` }));
 			out.push(
@@ -655,7 +674,7 @@ export class ReviewManager implements vscode.Disposable {
 					out.push(this.reasonLens(range, id, l.hunkId));
 					if (l.conflict) out.push(new vscode.CodeLens(range, { title: "⚠ edited since proposed", command: "" }));
 				} else {
-					const waiting = this.pendingCount(e);
+					const waiting = pendingCount(e);
 					out.push(
 						new vscode.CodeLens(range, {
 							title: `${this.decidedTitle(e, l.hunkId, l.state)} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`,
@@ -703,7 +722,7 @@ export class ReviewManager implements vscode.Disposable {
 				out.push(new vscode.CodeLens(range, { title: `$(close) Reject ${KEYS.reject}`, command: "agentd.review.rejectHunk", arguments: [id, h.id], tooltip: KEYS.reject }));
 				out.push(this.reasonLens(range, id, h.id));
 			} else {
-				const waiting = this.pendingCount(e);
+				const waiting = pendingCount(e);
 				out.push(new vscode.CodeLens(range, { title: `${this.decidedTitle(e, h.id, state)} — waiting for ${waiting} more hunk${waiting === 1 ? "" : "s"}`, command: "" }));
 				out.push(new vscode.CodeLens(range, { title: `$(discard) Undo ${KEYS.undo}`, command: "agentd.review.undoHunk", arguments: [id, h.id], tooltip: KEYS.undo }));
 			}
@@ -1257,49 +1276,7 @@ export class ReviewManager implements vscode.Disposable {
 		});
 	}
 
-	// ---- the "Pending reviews" tree ----
-
-	private treeProvider(): vscode.TreeDataProvider<TreeNode> {
-		return {
-			onDidChangeTreeData: this.treeEmitter.event,
-			getChildren: (node?: TreeNode): TreeNode[] => {
-				if (!node) return [...this.entries.values()].map((e) => ({ reviewId: e.params.reviewId }));
-				const e = this.entries.get(node.reviewId);
-				if (!e?.params.file || node.hunkId) return [];
-				return e.params.file.hunks.map((h) => ({ reviewId: node.reviewId, hunkId: h.id }));
-			},
-			getTreeItem: (node: TreeNode): vscode.TreeItem => {
-				const e = this.entries.get(node.reviewId);
-				if (!e) return new vscode.TreeItem("(resolved)");
-				const p = e.params;
-				if (!node.hunkId) {
-					const file = p.file;
-					const item = new vscode.TreeItem(visible(file ? file.path : p.command ? commandLine(p.command.argv) : p.label), file && file.hunks.length > 1 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-					item.id = p.reviewId;
-					item.description = file ? `${this.pendingCount(e)}/${file.hunks.length} hunks pending` : p.kind;
-					item.tooltip = `${p.label}\n${p.why}`;
-					item.iconPath = new vscode.ThemeIcon(file ? (file.created ? "new-file" : file.deleted ? "trash" : "diff") : p.kind === "command" ? "terminal" : "shield");
-					item.contextValue = file ? "agentdEditReview" : "agentdToolReview";
-					item.command = file
-						? { title: "Show", command: "agentd.review.reveal", arguments: [p.reviewId] }
-						: { title: "Answer", command: "agentd.review.ask", arguments: [p.reviewId] };
-					if (file && e.uri) item.resourceUri = e.uri;
-					return item;
-				}
-				const h = p.file!.hunks.find((x) => x.id === node.hunkId)!;
-				const st = e.states.get(h.id) ?? "pending";
-				const item = new vscode.TreeItem(`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`);
-				item.id = `${p.reviewId}/${h.id}`;
-				const why = st === "rejected" ? e.reasons.get(h.id) : undefined;
-				item.description = st === "pending" ? `+${h.added.length} −${h.removed.length}` : why ? `rejected: ${clip(why, 60)}` : st;
-				item.tooltip = [...h.removed.map((l) => "- " + l), ...h.added.map((l) => "+ " + l)].join("\n");
-				item.iconPath = new vscode.ThemeIcon(st === "accepted" ? "check" : st === "rejected" ? "close" : "circle-outline");
-				item.contextValue = st === "pending" ? "agentdHunk" : "agentdHunkDecided";
-				item.command = { title: "Go to hunk", command: "agentd.review.revealHunk", arguments: [p.reviewId, h.id] };
-				return item;
-			},
-		};
-	}
+	// ---- the "Pending reviews" tree (review/tree.ts) ----
 
 	private registerTreeCommands(): void {
 		this.disposables.push(
@@ -1338,16 +1315,10 @@ export class ReviewManager implements vscode.Disposable {
 		for (const t of this.lensTimers) clearTimeout(t);
 		for (const d of this.disposables) d.dispose();
 		this.lensEmitter.dispose();
-		this.treeEmitter.dispose();
 		this.proposedEmitter.dispose();
 		this._onDidChange.dispose();
 		this._onLink.dispose();
 	}
-}
-
-interface TreeNode {
-	reviewId: string;
-	hunkId?: string;
 }
 
 /** A hunk's first line in the proposed text (0-based; a pure deletion: the line after it). */

@@ -122,6 +122,29 @@ export async function cmdReviewScenario({ page, chat, fake }, h) {
 		if (!first) throw new Error(`the review's lens names neither ${HOOK} nor ${CONFIG}: ${title}`);
 		const second = first === HOOK ? CONFIG : HOOK;
 		say(`shown first: ${first}; lens: ${title}`);
+		// The review says why the change needs review (it was only in the lens's tooltip and the chat
+		// card), after the file's first line, in view: the lens row is full with the path, the command
+		// and Accept all / Reject all on a 1500 px window.
+		const want = first === HOOK ? "needs review: writes under .husky/ install git hooks" : "needs review: writes under .vscode/";
+		const reason = await waitFor(`the review's reason "${want}" shown in the editor`, () =>
+			page.evaluate((want) => {
+				for (const el of document.querySelectorAll(".editor-instance .view-lines span")) {
+					const c = getComputedStyle(el, "::after").content;
+					if (!c || !c.includes(want)) continue;
+					const editor = el.closest(".monaco-editor").getBoundingClientRect();
+					const box = el.getBoundingClientRect();
+					return { text: c, left: Math.round(box.left), editorRight: Math.round(editor.right) };
+				}
+				return undefined;
+			}, want), 10000);
+		if (reason.left >= reason.editorRight) throw new Error(`the review's reason starts outside the editor (${reason.left} ≥ ${reason.editorRight}): ${reason.text}`);
+		const lensRow = await titleLens.first().evaluate((el) => {
+			const editor = el.closest(".monaco-editor").getBoundingClientRect();
+			const accept = [...el.querySelectorAll("a")].find((a) => a.textContent?.includes("Reject all"))?.getBoundingClientRect();
+			return { editorRight: editor.right, rejectRight: accept?.right ?? Infinity };
+		});
+		if (lensRow.rejectRight > lensRow.editorRight) throw new Error(`the lens row's Reject all is cut off (${lensRow.rejectRight} > ${lensRow.editorRight})`);
+		say(`reason: ${reason.text} (at ${reason.left} of ${reason.editorRight} px); lens Reject all ends at ${Math.round(lensRow.rejectRight)}`);
 		// The chat's card of the command offers the review.
 		const card = chat.locator(".item.tool", { hasText: "d=.hus" }).last();
 		await card.locator(".actions button", { hasText: "Review in editor" }).waitFor({ timeout: 10000 * E2E_SLOW });

@@ -61,7 +61,7 @@ async function cardTitles(chat) {
 }
 
 export async function replyOrderScenario({ page, chat, fake }, h) {
-	const { WS, OUT_DIR, CART, GREET, models, palette, newSession, send, fakeReset, fakeRequests, waitFor, readStats, say } = h;
+	const { WS, OUT_DIR, CART, GREET, models, palette, newSession, send, fakeReset, fakeRequests, waitFor, readStats, say, themedShots } = h;
 	const read = (f) => fs.readFileSync(path.join(WS, f), "utf8");
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	fs.writeFileSync(path.join(WS, "greet.go"), GREET);
@@ -123,11 +123,23 @@ export async function replyOrderScenario({ page, chat, fake }, h) {
 	const second = chat.locator(".item.tool").nth(2);
 	await second.locator(".activity.waits", { hasText: "Waits for the earlier change of cart.go" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	if ((readStats()?.pending ?? []).length !== 1) throw new Error(`more than the first change is pending: ${JSON.stringify(readStats()?.pending)}`);
-	await page.screenshot({ path: path.join(OUT_DIR, "41-reply-change-waits.png") });
+	// The Pending Reviews view lists the whole reply: the first change's review, and the second
+	// change marked as waiting, with what it waits for (it listed nothing for it before).
+	const waiting = await waitFor("the second change listed as waiting", () => (readStats()?.waiting ?? []).find((w) => w.label === "cart.go"), 10000);
+	say(`waiting: ${JSON.stringify(waiting)}`);
+	await palette(page, "agentd: Focus on Pending Reviews View");
+	const reviewsPane = page.locator(".pane").filter({ has: page.locator(".pane-header", { hasText: /pending reviews/i }) });
+	const waitRow = reviewsPane.locator(".monaco-list-row", { hasText: "waiting for its earlier change" });
+	await waitRow.waitFor({ timeout: 10000 * E2E_SLOW });
+	if (!/cart\.go/.test(await waitRow.innerText())) throw new Error(`the waiting change's row does not name its file: ${await waitRow.innerText()}`);
+	if ((await reviewsPane.locator(".monaco-list-row").count()) !== 2) throw new Error(`the Pending Reviews view does not list exactly the review and the waiting change: ${JSON.stringify(await reviewsPane.locator(".monaco-list-row").allInnerTexts())}`);
+	await themedShots(page, "41-reply-change-waits");
 	await first.locator("button", { hasText: "Accept all" }).click();
 	// The second is reviewed next, against what the first left; its card no longer waits.
 	await second.locator("button", { hasText: "Accept all" }).waitFor({ timeout: 20000 * E2E_SLOW });
 	if ((await second.locator(".activity.waits").count()) !== 0) throw new Error("the second change still says it waits once it is up for review");
+	await waitRow.waitFor({ state: "detached", timeout: 10000 * E2E_SLOW });
+	if ((readStats()?.waiting ?? []).length) throw new Error(`a change is still listed as waiting once it is up for review: ${JSON.stringify(readStats()?.waiting)}`);
 	await second.locator("button", { hasText: "Accept all" }).click();
 	await waitFor("cart.go with both changes", () => read("cart.go").includes("// Cart keeps the prices of the items in a cart, in euro cents."), 20000);
 	await chat.locator(".item.assistant", { hasText: "Done with the files." }).waitFor({ timeout: 30000 * E2E_SLOW });
