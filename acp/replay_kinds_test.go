@@ -62,26 +62,7 @@ func TestLoadReplaysNoAgentdMessageAsTheUsers(t *testing.T) {
 		}
 	}
 
-	p.send(`{"jsonrpc":"2.0","id":9,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":"` + ws + `","mcpServers":[]}}`)
-	var got []string
-	for {
-		m := p.next("the session/load replay and answer")
-		if isResponse(9)(m) {
-			if m["error"] != nil {
-				t.Fatalf("session/load: %v", m)
-			}
-			break
-		}
-		params, _ := m["params"].(map[string]any)
-		u, _ := params["update"].(map[string]any)
-		if m["method"] != "session/update" || u == nil {
-			continue
-		}
-		kind, _ := u["sessionUpdate"].(string)
-		if c, _ := u["content"].(map[string]any); c != nil && strings.HasSuffix(kind, "_chunk") {
-			got = append(got, kind+": "+c["text"].(string))
-		}
-	}
+	got := loadChunks(t, p, 9, sid, ws)
 	want := []string{
 		"agent_message_chunk: " + compactedPrefix + "SUMMARY-OF-TURN-ONE",
 		"user_message_chunk: second",
@@ -138,25 +119,35 @@ func TestLoadReplaysTheUsersWordsWithoutTheEditorContext(t *testing.T) {
 	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
 	p.until("the initialize response", isResponse(1))
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"` + h.ID() + `","cwd":"` + ws + `","mcpServers":[]}}`)
+	got := loadChunks(t, p, 2, h.ID(), ws)
+	want := []string{"user_message_chunk: why is it wrong?", "agent_message_chunk: Seen."}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("replayed chunks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// loadChunks sends session/load (request id) and returns the message chunks it replays, as
+// "kind: text", until its answer.
+func loadChunks(t *testing.T, p *peer, id int, sid, ws string) []string {
+	t.Helper()
+	p.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"session/load","params":{"sessionId":"` + sid + `","cwd":"` + ws + `","mcpServers":[]}}`)
 	var got []string
 	for {
 		m := p.next("the session/load replay and answer")
-		if isResponse(2)(m) {
+		if isResponse(float64(id))(m) {
 			if m["error"] != nil {
 				t.Fatalf("session/load: %v", m)
 			}
-			break
+			return got
 		}
 		params, _ := m["params"].(map[string]any)
 		u, _ := params["update"].(map[string]any)
+		if m["method"] != "session/update" || u == nil {
+			continue
+		}
 		kind, _ := u["sessionUpdate"].(string)
 		if c, _ := u["content"].(map[string]any); c != nil && strings.HasSuffix(kind, "_chunk") {
 			got = append(got, kind+": "+c["text"].(string))
 		}
-	}
-	want := []string{"user_message_chunk: why is it wrong?", "agent_message_chunk: Seen."}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("replayed chunks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

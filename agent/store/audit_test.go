@@ -24,20 +24,9 @@ import (
 // allAudit reads every record of the audit log (whatever the day).
 func allAudit(t *testing.T, st *Store) map[string]AuditRecord {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(st.Dir(), auditDir, "*.jsonl"))
 	out := map[string]AuditRecord{}
-	for _, f := range files {
-		day, err := time.Parse(time.DateOnly, strings.TrimSuffix(filepath.Base(f), ".jsonl"))
-		if err != nil {
-			t.Fatalf("audit file name %s", f)
-		}
-		recs, err := st.ReadAudit(day)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			out[r.Session+"/"+r.CallID] = r
-		}
+	for _, r := range auditLines(t, st) {
+		out[r.Session+"/"+r.CallID] = r
 	}
 	return out
 }
