@@ -504,7 +504,7 @@ export class ReviewManager implements vscode.Disposable {
 				const comment = this.blockComment(e, b, index, lang);
 				// A thread whose link was clicked is replaced, not updated: VS Code gives the focus
 				// back to a clicked comment on each update of its thread, out of the quick input the
-				// user opened meanwhile (it closes) or the editor they type in. The new one has none.
+				// user opened meanwhile (it closes) or the editor. The new one has none.
 				const replace = this.clickedThreads.delete(id);
 				if (cur && replace) cur.thread.dispose();
 				const thread = cur && !replace ? cur.thread : this.comments.createCommentThread(e.uri, range, [comment]);
