@@ -73,7 +73,7 @@ export interface ReviewTiming {
 	renderedAt?: number;
 }
 
-type HunkArgs = [reviewId?: string | { reviewId?: string; hunkId?: string } | vscode.CommentThread, hunkId?: string];
+type HunkArgs = [reviewId?: string | { reviewId?: string; hunkId?: string } | vscode.CommentThread, hunkId?: string, from?: "thread"];
 
 const MAC = process.platform === "darwin";
 /** The keys of package.json's keybindings, shown where the actions are. */
@@ -99,6 +99,8 @@ export class ReviewManager implements vscode.Disposable {
 	private readonly threads = new Map<string, { thread: vscode.CommentThread; key: string }>();
 	private readonly edits = new EditedProposals();
 	private readonly threadHunks = new WeakMap<vscode.CommentThread, { reviewId: string; hunkId: string }>();
+	/** Threads (reviewId/hunkId) whose links were clicked since they were created: see syncThreads. */
+	private readonly clickedThreads = new Set<string>();
 	private readonly addedType: vscode.TextEditorDecorationType;
 	/** Why a change no grant covers needs review, after the file's first line (the lens row is full). */
 	private readonly reasonType = vscode.window.createTextEditorDecorationType({
@@ -512,8 +514,13 @@ export class ReviewManager implements vscode.Disposable {
 				const range = new vscode.Range(b.afterLine, 0, b.afterLine, 0);
 				const index = file.hunks.findIndex((h) => h.id === b.hunkId);
 				const comment = this.blockComment(e, b, index, lang);
-				const thread = cur?.thread ?? this.comments.createCommentThread(e.uri, range, [comment]);
-				if (cur) {
+				// A thread whose link was clicked is replaced, not updated: VS Code gives the focus
+				// back to a clicked comment on each update of its thread, out of the quick input the
+				// user opened meanwhile (it closes) or the editor. The new one has none.
+				const replace = this.clickedThreads.delete(id);
+				if (cur && replace) cur.thread.dispose();
+				const thread = cur && !replace ? cur.thread : this.comments.createCommentThread(e.uri, range, [comment]);
+				if (cur && !replace) {
 					thread.range = range;
 					thread.comments = [comment];
 				}
@@ -529,6 +536,7 @@ export class ReviewManager implements vscode.Disposable {
 		}
 		for (const [id, t] of [...this.threads]) {
 			if (want.has(id)) continue;
+			this.clickedThreads.delete(id);
 			t.thread.dispose();
 			this.threads.delete(id);
 		}
@@ -539,7 +547,7 @@ export class ReviewManager implements vscode.Disposable {
 		md.isTrusted = { enabledCommands: ["agentd.review.acceptHunk", "agentd.review.rejectHunk", "agentd.review.rejectHunkWithReason", "agentd.review.undoHunk"] };
 		const fence = "`".repeat(Math.max(3, longestRun(b.lines.join("\n"), "`") + 1));
 		md.appendMarkdown(`${fence}${/^[\w+#.-]*$/.test(lang) ? lang : ""}\n${b.lines.join("\n")}\n${fence}\n\n`);
-		const args = encodeURIComponent(JSON.stringify([e.params.reviewId, b.hunkId]));
+		const args = encodeURIComponent(JSON.stringify([e.params.reviewId, b.hunkId, "thread"]));
 		if (e.busy) md.appendMarkdown("_sending the decision…_");
 		else if (b.state === "pending")
 			md.appendMarkdown(
@@ -874,6 +882,8 @@ export class ReviewManager implements vscode.Disposable {
 
 	private hunkArgs(args: HunkArgs): { e?: Entry; hunkId?: string } {
 		let [a, hunkId] = args;
+		// A link in a thread's comment (see syncThreads).
+		if (args[2] === "thread" && typeof a === "string" && hunkId) this.clickedThreads.add(`${a}/${hunkId}`);
 		let reviewId: string | undefined;
 		const fromThread = a && typeof a === "object" ? this.threadHunks.get(a as vscode.CommentThread) : undefined;
 		if (fromThread) {

@@ -465,10 +465,11 @@ for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => process.exit(130)
 async function palette(page, title) {
 	const input = page.locator(".quick-input-widget input");
 	const row = page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: title }).first();
-	// The palette can close at any step when the workbench moves the focus (a review placed, an
-	// editor opened, a lens refreshed): between opening and typing, or after the row was listed and
-	// before the click (the row is then still in the DOM but hidden). Open it again then, up to
-	// three times.
+	// The palette can close at any step when the workbench moves the focus: between opening and
+	// typing, or after the row was listed and before the click (the row is then still in the DOM
+	// but hidden). Open it again then, up to three times. (A review's thread whose link was clicked
+	// took the focus back on each of its updates, a theme previewed included, until the review
+	// manager replaced such threads: pickerKeepsFocus checks that without retrying.)
 	for (let attempt = 1; ; attempt++) {
 		try {
 			await page.keyboard.press("F1");
@@ -1088,6 +1089,55 @@ function thread(page, text) {
 	return page.locator(".review-widget", { hasText: text });
 }
 
+/**
+ * A quick input the user opened keeps the focus while the extension re-renders a review's thread
+ * on its own. A thread that was clicked (its Accept link) is given the focus back by VS Code each
+ * time the extension updates it in place, which closes an open quick input: here the theme picker
+ * previewing a theme, for which the extension re-renders the thread (its highlighting). Opened once
+ * (palette() would retry), synchronized on the thread's re-rendered comment in the page.
+ */
+async function pickerKeepsFocus(page, threadText) {
+	const marked = await page.evaluate((text) => {
+		const w = [...document.querySelectorAll(".review-widget")].find((x) => x.textContent.includes(text));
+		const c = w?.querySelector(".review-comment");
+		if (c) c.dataset.agentdRendered = "before";
+		return !!c;
+	}, threadText);
+	if (!marked) throw new Error(`no comment in the thread "${threadText}"`);
+	await focusEditor(page);
+	const input = page.locator(".quick-input-widget input");
+	const row = (t) => page.locator(".quick-input-widget .quick-input-list .monaco-list-row", { hasText: t }).first();
+	await page.keyboard.press("F1");
+	await input.waitFor({ state: "visible", timeout: 5000 * E2E_SLOW });
+	await input.fill(">Preferences: Color Theme");
+	await row("Preferences: Color Theme").click({ timeout: 15000 * E2E_SLOW });
+	await input.fill("Default Light Modern");
+	await row("Default Light Modern").waitFor({ state: "visible", timeout: 15000 * E2E_SLOW });
+	for (let i = 0; ; i++) {
+		await page.keyboard.press("ArrowDown");
+		if (await page.locator(".monaco-workbench.vs").waitFor({ timeout: 3000 * E2E_SLOW }).then(() => true, () => false)) break;
+		if (i === 5) throw new Error("the theme picker did not preview Default Light Modern");
+	}
+	await page.waitForFunction(
+		(text) => {
+			const w = [...document.querySelectorAll(".review-widget")].find((x) => x.textContent.includes(text));
+			const c = w?.querySelector(".review-comment");
+			return c && c.dataset.agentdRendered !== "before";
+		},
+		threadText,
+		{ timeout: 20000 * E2E_SLOW },
+	);
+	const stolen = await page.evaluate(() => {
+		const a = document.activeElement;
+		if (a?.closest(".quick-input-widget")) return "";
+		return `${a?.tagName.toLowerCase()}.${[...(a?.classList ?? [])].join(".")} (${a?.closest(".review-widget") ? "in the review's thread" : "elsewhere"})`;
+	});
+	if (stolen) throw new Error(`re-rendering the review's thread took the focus from the theme picker (now on ${stolen}): the picker closes`);
+	await page.keyboard.press("Escape");
+	await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 10000 * E2E_SLOW });
+	await page.locator(".monaco-workbench.vs-dark").waitFor({ timeout: 20000 * E2E_SLOW });
+}
+
 async function multilineScenario({ page, chat, fake, data }) {
 	fs.writeFileSync(path.join(WS, "cart.go"), CART);
 	await palette(page, "View: Close All Editors");
@@ -1121,6 +1171,7 @@ async function multilineScenario({ page, chat, fake, data }) {
 	await block.locator(".comment-body a", { hasText: "Accept" }).first().click();
 	await thread(page, "Farewell says goodbye").locator(".comment-body", { hasText: "Accepted" }).waitFor({ timeout: 10000 * E2E_SLOW });
 	await page.locator(".statusbar-item", { hasText: "1 hunk to review" }).waitFor();
+	await pickerKeepsFocus(page, "Farewell says goodbye");
 	await themedShots(page, "20-review-one-accepted");
 	// Undo with the key, in the editor.
 	await focusEditor(page);
