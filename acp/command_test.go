@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/ollama/ollamatest"
-	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -28,12 +27,7 @@ func TestCommandPermissionShowsTheExactCommand(t *testing.T) {
 		{Repeat: true, Reply: ollamatest.Reply{Text: "done"}},
 	}})
 	t.Cleanup(fake.Close)
-	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
-		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
-		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := homeRuntime(t, home, fake.URL)
 	if _, why := rt.Sandbox(); why != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no sandbox on this machine: %v", why)
@@ -82,12 +76,7 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 		{Repeat: true, Reply: ollamatest.Reply{Text: "done"}},
 	}})
 	t.Cleanup(fake.Close)
-	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
-		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
-		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := homeRuntime(t, home, fake.URL)
 	if sb, why := rt.Sandbox(); sb == nil || sb.Mode() != sandbox.ModeBwrap {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no bubblewrap sandbox on this machine: %v", why)

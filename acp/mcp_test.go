@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/harness"
 	"github.com/agentd/agentd/ollama/ollamatest"
-	"github.com/agentd/agentd/policy"
 	"github.com/agentd/agentd/tools/sandbox"
 )
 
@@ -67,12 +65,7 @@ func TestSessionNewStartsTheClientsMCPServers(t *testing.T) {
 		{Repeat: true, Reply: ollamatest.Text("done")},
 	}})
 	t.Cleanup(fake.Close)
-	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
-		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
-		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := homeRuntime(t, home, fake.URL)
 	p := newPeer(t, rt)
 	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)

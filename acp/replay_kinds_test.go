@@ -37,12 +37,7 @@ func TestLoadReplaysNoAgentdMessageAsTheUsers(t *testing.T) {
 		{Repeat: true, Reply: ollamatest.Reply{Text: "Done."}},
 	}})
 	t.Cleanup(fake.Close)
-	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
-		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
-		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := homeRuntime(t, home, fake.URL)
 	p := newPeer(t, rt)
 	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
@@ -84,12 +79,7 @@ func TestLoadReplaysTheUsersWordsWithoutTheEditorContext(t *testing.T) {
 	}
 	fake := ollamatest.NewServer(&ollamatest.Script{Turns: []ollamatest.Turn{{Repeat: true, Reply: ollamatest.Reply{Text: "Seen."}}}})
 	t.Cleanup(fake.Close)
-	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: fake.URL, Model: "qwen3:8b",
-		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
-		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := homeRuntime(t, home, fake.URL)
 	h, err := rt.Open(harness.SessionSpec{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +140,17 @@ func loadChunks(t *testing.T, p *peer, id int, sid, ws string) []string {
 			got = append(got, kind+": "+c["text"].(string))
 		}
 	}
+}
+
+// homeRuntime is a runtime whose state, build cache and config live under home, on the model
+// server at url.
+func homeRuntime(t *testing.T, home, url string) *harness.Runtime {
+	t.Helper()
+	rt, err := harness.NewRuntime(harness.Options{Version: "test", OllamaHost: url, Model: "qwen3:8b",
+		StateDir: filepath.Join(home, "state"), BuildCache: filepath.Join(home, "cache"),
+		Policy: policy.Locations{ConfigDir: filepath.Join(home, "config"), StateDir: filepath.Join(home, "state")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
