@@ -178,6 +178,14 @@ func sessionFixture(t *testing.T) (*peer, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, sid := newSession(t, rt, ws)
+	return p, sid, ws
+}
+
+// newSession starts an ACP connection on rt (it and the runtime end with the test), initializes
+// it (request 1) and opens a session on ws (request 2).
+func newSession(t *testing.T, rt *Runtime, ws string) (*peer, string) {
+	t.Helper()
 	p := newPeer(t, rt)
 	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
@@ -189,7 +197,7 @@ func sessionFixture(t *testing.T) (*peer, string, string) {
 	if sid == "" {
 		t.Fatalf("session/new: %v", m)
 	}
-	return p, sid, ws
+	return p, sid
 }
 
 func TestSecondPromptAndUnknownOptionFailClosed(t *testing.T) {

@@ -121,13 +121,7 @@ func TestCommandChangeNeedingReviewIsAPermissionWithItsDiff(t *testing.T) {
 // prompt (request 3); the connection and the runtime end with the test.
 func promptedPeer(t *testing.T, rt *harness.Runtime, ws, text string) *peer {
 	t.Helper()
-	p := newPeer(t, rt)
-	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	p.until("the initialize response", isResponse(1))
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
-	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
-	sid, _ := res["sessionId"].(string)
+	p, sid := newSession(t, rt, ws)
 	p.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + text + `"}]}}`)
 	return p
 }

@@ -38,16 +38,7 @@ func TestLoadReplaysNoAgentdMessageAsTheUsers(t *testing.T) {
 	}})
 	t.Cleanup(fake.Close)
 	rt := homeRuntime(t, home, fake.URL)
-	p := newPeer(t, rt)
-	t.Cleanup(func() { p.in.Close(); <-p.done; rt.Close() })
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
-	p.until("the initialize response", isResponse(1))
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[]}}`)
-	res, _ := p.until("the session/new response", isResponse(2))["result"].(map[string]any)
-	sid, _ := res["sessionId"].(string)
-	if sid == "" {
-		t.Fatalf("session/new: %v", res)
-	}
+	p, sid := newSession(t, rt, ws)
 	for i, text := range []string{"first", "second"} {
 		id := 3 + i
 		p.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + text + `"}]}}`)
